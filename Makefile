@@ -1,0 +1,39 @@
+# The two commands: `make demo` and `make test`. Both work on a fresh machine
+# with only Python 3.11+ and git: they create .venv and install what they need.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench install-kernel clean fuzz
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test,lint]'
+	touch $(STAMP)
+
+install-kernel: $(STAMP)
+	$(BIN)/cortex-kernel install --sys-prefix
+
+demo: $(STAMP) install-kernel
+	$(BIN)/python -m cortex_kernel demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check cortex_kernel tests benchmarks
+	$(BIN)/ruff format --check cortex_kernel tests benchmarks
+	$(BIN)/mypy
+
+test: lint install-kernel
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/cortex-kernel bench
+
+fuzz: $(STAMP)
+	CORTEX_FUZZ_EXAMPLES=$${CORTEX_FUZZ_EXAMPLES:-200000} $(BIN)/python -m pytest tests/protocol/test_fuzz.py -p no:timeout
+
+clean:
+	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache

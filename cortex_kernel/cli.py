@@ -1,0 +1,95 @@
+"""The command line: ``cortex-kernel install|parse|run|bench|demo``.
+
+Each command imports what it needs when it runs, so ``cortex-kernel parse``
+never pays for litellm or Jupyter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cortex-kernel",
+        description="A Jupyter kernel for an LLM agent that acts while it thinks.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    install = sub.add_parser("install", help="install the 'cortex' kernelspec")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user")
+    where.add_argument("--sys-prefix", action="store_true", help="install into sys.prefix")
+    where.add_argument("--prefix", help="install into this prefix")
+
+    parse = sub.add_parser("parse", help="print the parser events of protocol text as JSONL")
+    parse.add_argument("file", nargs="?", help="protocol text (default: stdin)")
+    parse.add_argument("--chunk", type=int, default=0, help="feed N characters at a time")
+
+    run = sub.add_parser("run", help="one headless run; prints runtime events as JSONL")
+    run.add_argument("message")
+    run.add_argument("--model", help="litellm model string or replay:PATH[?tps=N]")
+    run.add_argument("--manifest", help="agent manifest (YAML or TOML)")
+    run.add_argument("--transcript", help="write the run's JSONL transcript here")
+    run.add_argument(
+        "--protocol", choices=["xml", "tools"], help="protocol text (default) or native tool calls"
+    )
+
+    bench = sub.add_parser("bench", help="run the benchmarks and print their figures")
+    bench.add_argument("name", nargs="?", help="one benchmark (default: all)")
+
+    sub.add_parser("demo", help="the main job: execute the example notebooks headless")
+    return parser
+
+
+def _parse(file: str | None, chunk: int) -> int:
+    from .protocol import Parser
+
+    text = sys.stdin.read() if file in (None, "-") else open(file, encoding="utf-8").read()
+    parser = Parser()
+    out = sys.stdout
+    step = chunk if chunk > 0 else max(len(text), 1)
+    for start in range(0, len(text), step):
+        for event in parser.feed(text[start : start + step]):
+            out.write(event.to_json() + "\n")
+    for event in parser.close():
+        out.write(event.to_json() + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``cortex-kernel`` and ``python -m cortex_kernel``."""
+    args = _parser().parse_args(argv)
+    if args.command == "parse":
+        return _parse(args.file, args.chunk)
+    if args.command == "install":
+        from .jupyter.install import install
+
+        return install(user=args.user, sys_prefix=args.sys_prefix, prefix=args.prefix)
+    if args.command == "run":
+        from .headless import run_headless
+
+        return run_headless(
+            args.message,
+            model=args.model,
+            manifest=args.manifest,
+            transcript=args.transcript,
+            protocol=args.protocol,
+        )
+    if args.command == "bench":
+        from .bench import run_benchmarks
+
+        return run_benchmarks(args.name)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo()
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The runtime: eager DAG scheduler, agent loop, variables, transcripts."""

@@ -1,0 +1,234 @@
+"""Runtime events (SPEC §9): what a run reports, one JSON object per line.
+
+Every runtime event carries ``t``: seconds since the run started, on the
+monotonic clock. Action events carry the action ``id``. A run's event stream
+is these events interleaved with the parser events of each turn (the
+runtime stamps those with ``t`` and ``turn``); consumers — the widget, the
+transcript, tests and benchmarks — read only events.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ..protocol.events import ParserEvent
+from ..protocol.models import Action
+
+__all__ = [
+    "RUNTIME_EVENT_TYPES",
+    "ActionCancelled",
+    "ActionFailed",
+    "ActionQueued",
+    "ActionSkipped",
+    "ActionStarted",
+    "ActionSucceeded",
+    "AnyEvent",
+    "FeedUpdated",
+    "RunFinished",
+    "RunStarted",
+    "RunStatus",
+    "RuntimeEvent",
+    "RuntimeEventBase",
+    "TurnEnded",
+    "TurnStarted",
+    "Usage",
+    "VariableBound",
+    "parse_event",
+]
+
+RunStatus = Literal["ok", "error", "cancelled", "limit"]
+
+
+class Usage(BaseModel):
+    """What a turn or a run consumed. ``cost`` is ``None`` when unknown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None and other.cost is None else (
+            (self.cost or 0.0) + (other.cost or 0.0)
+        )
+        return Usage(
+            turns=self.turns + other.turns,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost=cost,
+            seconds=self.seconds + other.seconds,
+        )
+
+
+class RuntimeEventBase(BaseModel):
+    """Fields shared by every runtime event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    t: float
+
+    def to_json(self) -> str:
+        """One JSON line, without the fields that are empty."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class RunStarted(RuntimeEventBase):
+    """A run began: one cell, one message."""
+
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    message: str
+    model: str
+    parent: str | None = None  # id of the action that runs this nested run
+
+
+class TurnStarted(RuntimeEventBase):
+    """A streamed completion began."""
+
+    type: Literal["turn_started"] = "turn_started"
+    turn: int
+
+
+class TurnEnded(RuntimeEventBase):
+    """A turn ended: ``reason`` is ``stream_end``, ``sync_action``, ``error`` or ``cancelled``."""
+
+    type: Literal["turn_ended"] = "turn_ended"
+    turn: int
+    reason: Literal["stream_end", "sync_action", "error", "cancelled"]
+    usage: Usage = Usage()
+
+
+class ActionQueued(RuntimeEventBase):
+    """An action was submitted; ``waiting_on`` lists the dependencies not yet succeeded."""
+
+    type: Literal["action_queued"] = "action_queued"
+    id: str
+    action: Action
+    depends_on: tuple[str, ...] = ()  # explicit and implicit, resolved
+    waiting_on: tuple[str, ...] = ()
+
+
+class ActionStarted(RuntimeEventBase):
+    """An action began running (``attempt`` counts from 1)."""
+
+    type: Literal["action_started"] = "action_started"
+    id: str
+    attempt: int = 1
+
+
+class ActionSucceeded(RuntimeEventBase):
+    """An action finished; ``preview`` is a short text form of its result."""
+
+    type: Literal["action_succeeded"] = "action_succeeded"
+    id: str
+    preview: str = ""
+    duration: float = 0.0
+
+
+class ActionFailed(RuntimeEventBase):
+    """An action raised, timed out or exhausted its retries."""
+
+    type: Literal["action_failed"] = "action_failed"
+    id: str
+    error: str
+    duration: float = 0.0
+    attempts: int = 1
+
+
+class ActionSkipped(RuntimeEventBase):
+    """An action never ran: a dependency failed, was cancelled or never appeared."""
+
+    type: Literal["action_skipped"] = "action_skipped"
+    id: str
+    reason: str
+
+
+class ActionCancelled(RuntimeEventBase):
+    """An action was cancelled (interrupt, run end, limit)."""
+
+    type: Literal["action_cancelled"] = "action_cancelled"
+    id: str
+    reason: str = "cancelled"
+
+
+class VariableBound(RuntimeEventBase):
+    """A variable got a value: an ``output_key`` result, an action id, or ``set_variable``."""
+
+    type: Literal["variable_bound"] = "variable_bound"
+    name: str
+    id: str | None = None
+    type_name: str = ""
+    preview: str = ""
+
+
+class FeedUpdated(RuntimeEventBase):
+    """A context feed was (re)rendered; ``error`` when its source failed."""
+
+    type: Literal["feed_updated"] = "feed_updated"
+    feed_id: str
+    chars: int = 0
+    truncated: bool = False
+    error: str | None = None
+
+
+class RunFinished(RuntimeEventBase):
+    """The run ended; ``answer`` is the final answer with its ``$var``s filled in."""
+
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    answer: str = ""
+    message: str = ""
+    usage: Usage = Usage()
+
+
+RuntimeEvent = Annotated[
+    RunStarted
+    | TurnStarted
+    | TurnEnded
+    | ActionQueued
+    | ActionStarted
+    | ActionSucceeded
+    | ActionFailed
+    | ActionSkipped
+    | ActionCancelled
+    | VariableBound
+    | FeedUpdated
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+RUNTIME_EVENT_TYPES: tuple[str, ...] = (
+    "run_started",
+    "turn_started",
+    "turn_ended",
+    "action_queued",
+    "action_started",
+    "action_succeeded",
+    "action_failed",
+    "action_skipped",
+    "action_cancelled",
+    "variable_bound",
+    "feed_updated",
+    "run_finished",
+)
+
+AnyEvent = Annotated[ParserEvent | RuntimeEvent, Field(discriminator="type")]
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+
+def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
+    """Read one event (parser or runtime) back from its JSON line."""
+    result: ParserEvent | RuntimeEvent = _ADAPTER.validate_json(line)
+    return result
