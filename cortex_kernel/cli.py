@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -49,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 def _parse(file: str | None, chunk: int) -> int:
     from .protocol import Parser
 
-    text = sys.stdin.read() if file in (None, "-") else open(file, encoding="utf-8").read()
+    text = sys.stdin.read() if file in (None, "-") else Path(file).read_text(encoding="utf-8")
     parser = Parser()
     out = sys.stdout
     step = chunk if chunk > 0 else max(len(text), 1)

@@ -78,7 +78,7 @@ class DependencyError(ActionError):
     """A dependency is missing, forms a cycle, failed or was cancelled."""
 
 
-class ReferenceError_(ActionError):  # noqa: N801 - trailing underscore avoids the builtin
+class ReferenceError_(ActionError):  # trailing underscore: not the builtin ReferenceError
     """A `$var` reference names no variable."""
 
 

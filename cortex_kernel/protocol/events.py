@@ -148,7 +148,7 @@ class ContextFeed(ParserEventBase):
     feed: ContextFeedDecl
 
 
-class Warning(ParserEventBase):  # noqa: A001 - the SPEC's event name
+class Warning(ParserEventBase):  # shadows the builtin on purpose: the SPEC names it
     """Something was repaired or looked odd; nothing was lost."""
 
     type: Literal["warning"] = "warning"

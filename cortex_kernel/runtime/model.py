@@ -88,6 +88,9 @@ class Model(ABC):
     """A streaming model. ``name`` is what the user selected (``replay:…``, ``openai/gpt-4o``…)."""
 
     name: str
+    #: A line for the user about how the model was chosen (e.g. the offline
+    #: demo used because no provider key is set); ``None`` when there is none.
+    note: str | None = None
 
     @abstractmethod
     def stream(self, request: CompletionRequest) -> Completion:

@@ -1,0 +1,204 @@
+"""Parser throughput against the standard library's XMLPullParser (SPEC §2.2 item 5).
+
+Builds a well-formed protocol document (thoughts with embedded actions,
+responses, some text between them), feeds it in chunks of 4, 16 and 256
+characters to :class:`cortex_kernel.protocol.Parser` and, in the same
+process, to :class:`xml.etree.ElementTree.XMLPullParser` (the document
+wrapped in one root element, ``read_events()`` drained after every feed),
+and reports MB/s for both and the ratio ours/stdlib per chunk size (goal:
+>= 0.5). It also reports the dispatch latency: the duration of the ``feed``
+call that delivers an action's closing ``>``, which is when its
+``action_parsed`` event is in the caller's hands (p50 and p99, µs).
+
+Environment
+-----------
+``CORTEX_BENCH_QUICK=1``
+    A ~100 KB document and one repetition (for tests); default ~1 MB, best of 3.
+``CORTEX_BENCH_SIZE``
+    Document size in characters (overrides the above).
+``CORTEX_BENCH_REPEAT``
+    Repetitions per measurement; the best (fastest) one is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from cortex_kernel.protocol import ActionParsed, IdAllocator, Parser
+
+CHUNK_SIZES = (4, 16, 256)
+GOAL_RATIO = 0.5
+
+_PHRASE = (
+    "the data frame has missing values in the price column so I should look at "
+    "rows where it is null first and then decide whether to drop or impute them "
+    "using the median of each category because outliers would skew a mean"
+)
+_WORDS = tuple(_PHRASE.split())
+_TOOLS = ("read_csv", "describe", "plot_histogram", "run_sql", "search_docs")
+
+
+def _sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def _paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(_sentence(rng, rng.randint(6, 18)) for _ in range(sentences))
+
+
+def _action(rng: random.Random, index: int) -> str:
+    tool = rng.choice(_TOOLS)
+    depends = f' depends_on="a{index - 1}"' if index > 1 and rng.random() < 0.3 else ""
+    mode = rng.choice(("sync", "async", "async", "fire_and_forget"))
+    return (
+        f'<action type="tool" id="a{index}" mode="{mode}" output_key="r{index}"{depends}>'
+        f'{{"name": "{tool}", "parameters": {{"path": "data/file_{index}.csv", '
+        f'"limit": {rng.randint(1, 500)}, "note": "{_sentence(rng, 5)}"}}}}'
+        "</action>"
+    )
+
+
+def build_document(size: int, seed: int = 7) -> str:
+    """A well-formed protocol document of about ``size`` characters.
+
+    Turns of: text, a thought with prose and one to three embedded actions,
+    and a response (sometimes ``final="false"``). Valid XML as well, so the
+    standard library can parse it wrapped in a root element.
+    """
+    rng = random.Random(seed)
+    parts: list[str] = []
+    total = 0
+    index = 0
+    while total < size:
+        turn = [_paragraph(rng, 1), "\n<thought>", _paragraph(rng, rng.randint(2, 5))]
+        for _ in range(rng.randint(1, 3)):
+            index += 1
+            turn.append(" " + _action(rng, index) + " ")
+            turn.append(_paragraph(rng, rng.randint(1, 3)))
+        final = "true" if rng.random() < 0.5 else "false"
+        turn.append(f'</thought>\n<response final="{final}">')
+        turn.append(_paragraph(rng, rng.randint(2, 6)))
+        turn.append("</response>\n")
+        chunk = "".join(turn)
+        parts.append(chunk)
+        total += len(chunk)
+    return "".join(parts)
+
+
+def _chunks(document: str, size: int) -> list[str]:
+    return [document[i : i + size] for i in range(0, len(document), size)]
+
+
+def _run_ours(chunks: list[str]) -> tuple[float, int]:
+    clock = time.perf_counter
+    count = 0
+    started = clock()
+    parser = Parser(IdAllocator())
+    feed = parser.feed
+    for chunk in chunks:
+        for _ in feed(chunk):
+            count += 1
+    count += len(parser.close())
+    return clock() - started, count
+
+
+def _run_stdlib(chunks: list[str]) -> tuple[float, int]:
+    clock = time.perf_counter
+    count = 0
+    started = clock()
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    feed = parser.feed
+    read_events = parser.read_events
+    feed("<root>")
+    for chunk in chunks:
+        feed(chunk)
+        for _ in read_events():
+            count += 1
+    feed("</root>")
+    parser.close()
+    for _ in read_events():
+        count += 1
+    return clock() - started, count
+
+
+def _dispatch_latencies(chunks: list[str]) -> list[float]:
+    """Seconds of each ``feed`` call that returned an ``action_parsed``.
+
+    Measured in a separate pass so that the clock calls do not weigh on
+    the throughput figures.
+    """
+    parser = Parser(IdAllocator())
+    feed = parser.feed
+    clock = time.perf_counter
+    latencies: list[float] = []
+    for chunk in chunks:
+        before = clock()
+        events = feed(chunk)
+        after = clock()
+        latencies.extend(after - before for e in events if type(e) is ActionParsed)
+    parser.close()
+    return latencies
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> dict[str, Any]:
+    """Run the benchmark, print its figures and return them."""
+    quick = os.environ.get("CORTEX_BENCH_QUICK", "") not in ("", "0")
+    size = int(os.environ.get("CORTEX_BENCH_SIZE", 100_000 if quick else 1_000_000))
+    repeat = max(1, int(os.environ.get("CORTEX_BENCH_REPEAT", 1 if quick else 3)))
+    document = build_document(size)
+    megabytes = len(document.encode("utf-8")) / 1e6
+    results: dict[str, Any] = {
+        "document_chars": len(document),
+        "document_mb": round(megabytes, 3),
+        "actions": document.count("</action>"),
+        "repeat": repeat,
+        "goal_ratio": GOAL_RATIO,
+        "chunks": {},
+    }
+    all_latencies: list[float] = []
+    print(f"document: {len(document):,} chars, {results['actions']} actions, best of {repeat}")
+    print(f"{'chunk':>6} {'ours MB/s':>10} {'stdlib MB/s':>12} {'ratio':>6}")
+    for size_chars in CHUNK_SIZES:
+        chunks = _chunks(document, size_chars)
+        ours_best = stdlib_best = float("inf")
+        for _ in range(repeat):
+            stdlib_seconds, _count = _run_stdlib(chunks)
+            ours_seconds, _events = _run_ours(chunks)
+            stdlib_best = min(stdlib_best, stdlib_seconds)
+            ours_best = min(ours_best, ours_seconds)
+        all_latencies.extend(_dispatch_latencies(chunks))
+        ours_mbps = megabytes / ours_best
+        stdlib_mbps = megabytes / stdlib_best
+        ratio = ours_mbps / stdlib_mbps
+        results["chunks"][str(size_chars)] = {
+            "ours_mb_s": round(ours_mbps, 2),
+            "stdlib_mb_s": round(stdlib_mbps, 2),
+            "ratio": round(ratio, 3),
+            "meets_goal": ratio >= GOAL_RATIO,
+        }
+        print(f"{size_chars:>6} {ours_mbps:>10.2f} {stdlib_mbps:>12.2f} {ratio:>6.2f}")
+    p50 = _percentile(all_latencies, 0.50) * 1e6
+    p99 = _percentile(all_latencies, 0.99) * 1e6
+    results["dispatch_latency_us"] = {
+        "p50": round(p50, 2),
+        "p99": round(p99, 2),
+        "samples": len(all_latencies),
+    }
+    results["min_ratio"] = min(c["ratio"] for c in results["chunks"].values())
+    print(f"dispatch latency (feed call delivering '>'): p50 {p50:.1f} µs, p99 {p99:.1f} µs")
+    return results
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

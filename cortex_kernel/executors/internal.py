@@ -1,0 +1,75 @@
+"""``internal`` actions: change the run itself, each one allowed or blocked by the manifest.
+
+Available now: ``set_variable`` ``{"name", "value"}``, ``delete_variable``
+``{"name"}`` and ``list_variables`` ``{}``. The context-feed actions of SPEC
+§2.1 are rejected with a message until feeds exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exceptions import ActionError
+from ..protocol.models import Action
+from .base import ExecutionContext, Executor
+
+__all__ = ["DEFAULT_INTERNAL_ACTIONS", "INTERNAL_ACTIONS", "InternalExecutor"]
+
+INTERNAL_ACTIONS = frozenset({"set_variable", "delete_variable", "list_variables"})
+FUTURE_ACTIONS = frozenset(
+    {
+        "add_context_feed",
+        "remove_context_feed",
+        "update_context_feed",
+        "list_context_feeds",
+        "clear_context",
+    }
+)
+DEFAULT_INTERNAL_ACTIONS = INTERNAL_ACTIONS
+
+
+class InternalExecutor(Executor):
+    """Runs the internal actions the context allows."""
+
+    def check(self, action: Action, context: ExecutionContext) -> str | None:
+        """Unknown, unavailable or forbidden internal actions are an ``action_error``."""
+        name = action.name
+        if name in FUTURE_ACTIONS:
+            return f"internal action '{name}' is not available in this runtime yet"
+        if name not in INTERNAL_ACTIONS:
+            return f"unknown internal action '{name}'; known: {', '.join(sorted(INTERNAL_ACTIONS))}"
+        if name not in context.allowed_internal:
+            return (
+                f"internal action '{name}' is not allowed for this agent (the manifest blocks it)"
+            )
+        if name in ("set_variable", "delete_variable") and not isinstance(
+            action.parameters.get("name"), str
+        ):
+            return f'{name} needs a "name" string parameter'
+        return None
+
+    async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
+        """Apply the action; the result tells the model what changed."""
+        parameters = body.get("parameters")
+        params: dict[str, Any] = parameters if isinstance(parameters, dict) else {}
+        name = body.get("name", action.name)
+        if name == "set_variable":
+            var = str(params["name"])
+            event = context.variables.bind(
+                var, params.get("value"), t=context.clock(), action_id=action.id
+            )
+            if event is not None:
+                context.emit(event)
+            return f"${var} set"
+        if name == "delete_variable":
+            var = str(params["name"])
+            if not context.variables.delete(var):
+                raise ActionError(f"no variable '{var}' to delete")
+            return f"${var} deleted"
+        if name == "list_variables":
+            return {
+                key: type(value).__name__
+                for key, value in context.variables.values.items()
+                if not key.startswith("_")
+            }
+        raise ActionError(f"unknown internal action '{name}'")

@@ -1,0 +1,92 @@
+"""``cortex-kernel run``: one run without Jupyter, events printed as JSONL on stdout.
+
+Exit status: 0 when the run finished normally (status ``ok``), 1 when it
+ended with an error, at a limit or cancelled, 2 for a configuration error.
+``fire_and_forget`` actions get up to ``drain_timeout`` seconds to finish
+after the run before they are cancelled.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+
+from .exceptions import CortexError
+
+__all__ = ["run_headless"]
+
+
+def run_headless(
+    message: str,
+    *,
+    model: str | None = None,
+    manifest: str | None = None,
+    transcript: str | None = None,
+    protocol: str | None = None,
+    out: IO[str] | None = None,
+    drain_timeout: float = 10.0,
+    **session_options: Any,
+) -> int:
+    """Run ``message`` once and print every event as a JSON line.
+
+    Parameters
+    ----------
+    message
+        The user's message.
+    model, manifest, protocol
+        As for :func:`cortex_kernel.agent.build_session`.
+    transcript
+        Copy the run's JSONL transcript here.
+    out
+        Where the events go (default: stdout).
+    drain_timeout
+        Seconds to wait for ``fire_and_forget`` actions after the run.
+
+    Returns
+    -------
+    int
+        The process exit status.
+    """
+    stream = out if out is not None else sys.stdout
+
+    async def main() -> int:
+        from .agent import build_session
+
+        try:
+            session = build_session(
+                model=model, manifest=manifest, protocol=protocol, **session_options
+            )
+        except CortexError as exc:
+            print(f"cortex-kernel run: {exc}", file=sys.stderr)
+            return 2
+        note = getattr(session.model, "note", None)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+
+        def show(event: Any) -> None:
+            stream.write(event.to_json() + "\n")
+            stream.flush()
+
+        try:
+            result = await session.run(message, on_event=show)
+            await session.drain(drain_timeout)
+        finally:
+            await session.aclose()
+        if transcript and result.transcript is not None and result.transcript.exists():
+            target = Path(transcript)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(result.transcript, target)
+        if result.status != "ok":
+            print(f"cortex-kernel run: {result.status}: {result.message}", file=sys.stderr)
+            return 1
+        return 0
+
+    try:
+        return anyio.run(main)
+    except KeyboardInterrupt:
+        print("cortex-kernel run: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,156 @@
+"""Models for the runtime: litellm for real providers, replay for offline runs.
+
+This is the only package that imports litellm, and it does so lazily:
+importing ``cortex_kernel.llm`` costs nothing (the kernel must start
+without paying 2–4 s for litellm). :func:`resolve_model` picks a model from
+a name, the environment, or — with no model and no provider key — the
+built-in demo transcript, with a note saying so. ``ProtocolPrompt``,
+``PROMPT_VERSION`` and ``LiteLLMModel`` are loaded on first access.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ..runtime.model import Model
+    from .litellm_model import LiteLLMModel
+    from .prompt import PROMPT_VERSION, ProtocolPrompt
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "DEMO_NOTE",
+    "DEMO_TRANSCRIPT",
+    "PROMPT_VERSION",
+    "LiteLLMModel",
+    "ProtocolPrompt",
+    "default_model_name",
+    "preload",
+    "resolve_model",
+]
+
+#: The transcript the demo model replays (SPEC §6: no provider, still a run).
+DEMO_TRANSCRIPT = Path(__file__).with_name("demo_transcript.jsonl")
+
+#: Shown to the user when the demo model stands in for a real one.
+DEMO_NOTE = (
+    "No model is configured and no provider API key is set, so this run replays the "
+    "built-in demo transcript (offline, no model is called). Set a key such as "
+    "OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with --model / %model "
+    "(any litellm model string, or replay:PATH)."
+)
+
+#: With no model named, the first provider key found picks its model.
+DEFAULT_MODELS: dict[str, str] = {
+    "OPENAI_API_KEY": "openai/gpt-4o-mini",
+    "ANTHROPIC_API_KEY": "anthropic/claude-3-5-haiku-latest",
+    "GEMINI_API_KEY": "gemini/gemini-2.0-flash",
+    "MISTRAL_API_KEY": "mistral/mistral-small-latest",
+    "GROQ_API_KEY": "groq/llama-3.3-70b-versatile",
+    "DEEPSEEK_API_KEY": "deepseek/deepseek-chat",
+    "XAI_API_KEY": "xai/grok-2-latest",
+    "OPENROUTER_API_KEY": "openrouter/openai/gpt-4o-mini",
+    "TOGETHERAI_API_KEY": "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "FIREWORKS_AI_API_KEY": "fireworks_ai/accounts/fireworks/models/llama-v3p3-70b-instruct",
+    "COHERE_API_KEY": "cohere_chat/command-r",
+}
+
+_LAZY = {
+    "LiteLLMModel": ".litellm_model",
+    "ProtocolPrompt": ".prompt",
+    "PROMPT_VERSION": ".prompt",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Module-level __getattr__ (PEP 562): load the heavy parts on first use.
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module_name, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def preload() -> threading.Thread:
+    """Start importing litellm in a background thread and return the thread.
+
+    The kernel calls this once it is ready for input, so the first agent
+    cell does not wait seconds for the import; the kernel's own start stays
+    free of it. Safe to call more than once.
+    """
+    from .litellm_model import load_litellm
+
+    thread = threading.Thread(target=load_litellm, name="cortex-litellm-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def default_model_name() -> str | None:
+    """The model to use when none is named: ``$CORTEX_MODEL``, else the
+    default of the first provider whose key is set, else ``None`` (the demo)."""
+    configured = os.environ.get("CORTEX_MODEL", "").strip()
+    if configured:
+        return configured
+    for env, model in DEFAULT_MODELS.items():
+        if os.environ.get(env, "").strip():
+            return model
+    return None
+
+
+def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: Any) -> Model:
+    """The model for a name from ``--model``, a manifest or ``%model``.
+
+    Parameters
+    ----------
+    name
+        ``replay:PATH[?tps=N]`` for a replay model; any other string is a
+        litellm model (``openai/gpt-4o-mini``…). ``None`` (or empty) means
+        :func:`default_model_name`; when that finds nothing, the replay model
+        on :data:`DEMO_TRANSCRIPT`, whose ``note`` says so.
+    protocol
+        ``xml`` (default) or ``tools`` (native function calling, SPEC §2.3).
+    **options
+        :class:`LiteLLMModel` options: ``api_base``, ``api_key``,
+        ``timeout``, ``num_retries``, ``backoff``, ``max_backoff``, and any
+        ``litellm.acompletion`` keyword (``temperature``…). Ignored by replay.
+
+    Returns
+    -------
+    Model
+        Ready to stream; nothing is imported from litellm until it does.
+
+    Raises
+    ------
+    ConfigError
+        An unknown protocol or a bad option.
+    """
+    if protocol not in ("xml", "tools"):
+        raise ConfigError(f"Unknown protocol {protocol!r}: use 'xml' or 'tools' (--protocol).")
+    chosen = (name or "").strip() or default_model_name()
+    if chosen is None:
+        model = _replay(f"replay:{DEMO_TRANSCRIPT}")
+        model.note = DEMO_NOTE
+        return model
+    if chosen.startswith("replay:"):
+        return _replay(chosen)
+    from .litellm_model import LiteLLMModel
+
+    return LiteLLMModel(chosen, protocol=protocol, **options)
+
+
+def _replay(spec: str) -> Model:
+    from .replay import ReplayModel  # written by the runtime; a light import
+
+    model: Model = ReplayModel.from_spec(spec)
+    return model

@@ -1,0 +1,417 @@
+"""Real models through litellm: streaming, retries, usage and cost, clean closing.
+
+Strategy
+--------
+- litellm is imported on first use (:func:`load_litellm`), with
+  ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first so its cost map is read
+  from the bundled copy, never fetched.
+- litellm's own retries (and the OpenAI SDK's) are switched off
+  (``num_retries=0, max_retries=0``): we retry here, because only here do we
+  know whether a token has already reached the parser. Before the first
+  token a 429, 5xx, timeout or connection failure is retried with
+  exponential backoff (honouring ``retry-after``); after it, the failure is
+  raised as a mapped :class:`~cortex_kernel.exceptions.ModelError` that says
+  the partial turn was discarded — the runtime never keeps a half-written
+  turn.
+- Every read of the stream is bounded by ``timeout`` (an anyio cancel scope
+  around the single await, never around a ``yield``), so a provider that
+  stops sending cannot hang a run.
+- :meth:`LiteLLMCompletion.aclose` closes the HTTP response itself. litellm's
+  default aiohttp transport only *releases* a connection on close and goes
+  on reading the body; the httpx transport really closes the socket, so we
+  select it (``litellm.disable_aiohttp_transport``). The test suite checks
+  that the server sees the disconnect.
+- After importing litellm, the objects it created are frozen out of the
+  cyclic garbage collector (``gc.freeze``): otherwise each full collection
+  walks them and stalls a stream for ~200 ms.
+- Usage comes from the provider's final usage chunk (we ask for it with
+  ``stream_options.include_usage``); a turn closed early gets an estimate
+  from litellm's token counter. Cost is ``None`` for a model litellm does
+  not price.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import anyio
+
+from ..exceptions import ConfigError
+from ..runtime.events import Usage
+from ..runtime.model import Completion, CompletionRequest, Model
+from .errors import is_retryable, map_error, retry_after_seconds
+from .tool_calls import ToolCallAccumulator, tool_calls_to_protocol, tools_for_provider
+
+__all__ = ["LiteLLMCompletion", "LiteLLMModel", "aload_litellm", "load_litellm"]
+
+_configured = False
+_lock = threading.Lock()
+
+
+def load_litellm() -> Any:
+    """Import litellm (once), offline-safe and quiet, and return the module."""
+    global _configured
+    if _configured:
+        return sys.modules["litellm"]
+    with _lock:  # a warm-up thread and a first request may race here
+        if _configured:
+            return sys.modules["litellm"]
+        # Must be set before the import: litellm fetches its cost map at import.
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        import litellm
+
+        litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
+        litellm.telemetry = False
+        # The aiohttp transport does not close the socket on aclose (the
+        # provider goes on streaming, and billing); httpx's does.
+        litellm.disable_aiohttp_transport = True
+        # litellm leaves ~300k tracked objects behind (its price and provider
+        # tables); every full collection then walks them all, a 200 ms stall
+        # in the middle of a stream (seen in bench_llm as p99 latency spikes).
+        # Freezing moves what exists now out of the collector's sight;
+        # refcounting still frees those objects, only cycles among them stay.
+        gc.collect()
+        gc.freeze()
+        _configured = True
+        return litellm
+
+
+async def aload_litellm() -> Any:
+    """:func:`load_litellm` without blocking the event loop.
+
+    The first import takes seconds; in a kernel that would freeze the live
+    view and the interrupt handling, so it runs in a worker thread.
+    """
+    if _configured:
+        return sys.modules["litellm"]
+    return await anyio.to_thread.run_sync(load_litellm)
+
+
+class LiteLLMModel(Model):
+    """Any litellm model string, streamed.
+
+    Parameters
+    ----------
+    name
+        A litellm model string: ``openai/gpt-4o-mini``,
+        ``anthropic/claude-3-5-sonnet-latest``, ``ollama/llama3``… Keys are
+        read from the environment as litellm reads them.
+    api_base
+        The endpoint, for OpenAI-compatible servers and proxies.
+    api_key
+        An explicit key; by default litellm reads the provider's variable
+        (``OPENAI_API_KEY``…). Never shown in a message or a repr.
+    timeout
+        Seconds allowed for the connection, for the first byte and for each
+        later read of the stream.
+    num_retries
+        Extra attempts after a 429, 5xx, timeout or connection failure that
+        happens before the first token.
+    backoff, max_backoff
+        The first wait between attempts and its cap; the wait doubles each
+        time. A provider's ``retry-after`` wins, up to ``max_retry_after``.
+    protocol
+        ``xml`` (default) or ``tools``: the default for requests (a
+        request's own ``protocol`` is used when it says ``tools``).
+    **options
+        Passed to ``litellm.acompletion`` on every request (``temperature``,
+        ``max_tokens``, ``extra_headers``…); a request's ``options`` win.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        num_retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        max_retry_after: float = 60.0,
+        protocol: str = "xml",
+        **options: Any,
+    ) -> None:
+        if not name or not name.strip():
+            raise ConfigError("An empty model name: give a litellm model string (--model).")
+        if protocol not in ("xml", "tools"):
+            raise ConfigError(f"Unknown protocol {protocol!r}: use 'xml' or 'tools' (--protocol).")
+        if timeout <= 0 or num_retries < 0 or backoff < 0:
+            raise ConfigError("Model options: timeout must be > 0, num_retries and backoff >= 0.")
+        self.name = name.strip()
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout = float(timeout)
+        self.num_retries = int(num_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_retry_after = float(max_retry_after)
+        self.protocol = protocol
+        self.options = dict(options)
+
+    def __repr__(self) -> str:
+        # No api_key here: reprs end up in logs and tracebacks.
+        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"LiteLLMModel({self.name!r}{base}, timeout={self.timeout:g})"
+
+    def stream(self, request: CompletionRequest) -> LiteLLMCompletion:
+        """Open a streamed completion; the request is sent on first iteration."""
+        return LiteLLMCompletion(self, request)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """Dollars for these tokens from litellm's bundled price list, ``None`` if unpriced."""
+        litellm = load_litellm()
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.name,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+            )
+        except Exception:  # an unknown model is not an error for the run
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    def count_tokens(self, *, messages: list[Any] | None = None, text: str | None = None) -> int:
+        """Estimate tokens with litellm's counter (0 when it cannot)."""
+        litellm = load_litellm()
+        try:
+            if messages is not None:
+                return int(litellm.token_counter(model=self.name, messages=messages))
+            return int(litellm.token_counter(model=self.name, text=text or ""))
+        except Exception:  # estimation only: never fail a turn over it
+            return 0
+
+    def request_kwargs(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of ``litellm.acompletion`` for ``request``."""
+        kwargs: dict[str, Any] = {
+            **self.options,
+            **request.options,
+            "model": self.name,
+            "messages": request.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout,
+            # Our retry loop is the only one: it knows whether tokens streamed.
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if request.tools and "tools" in (request.protocol, self.protocol):
+            kwargs["tools"] = tools_for_provider(request.tools)
+            # litellm 1.106 routes any call with tools through its MCP gateway
+            # check, which imports the optional `mcp` package and fails
+            # without it; our tools are plain functions, never MCP servers.
+            kwargs["_skip_mcp_handler"] = True
+        return kwargs
+
+    def retry_delay(self, attempt: int, exc: BaseException) -> float:
+        """Seconds to wait before attempt ``attempt + 1``."""
+        told = retry_after_seconds(exc)
+        if told is not None:
+            return min(told, self.max_retry_after)
+        return min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
+
+
+class LiteLLMCompletion(Completion):
+    """One streamed completion of a :class:`LiteLLMModel`.
+
+    Attributes
+    ----------
+    usage
+        Filled when the stream ends or is closed.
+    tool_calls
+        The native tool calls of the turn (function-calling models), filled
+        when the stream ends.
+    attempts
+        Requests made, retries included.
+    content
+        The model's own text so far (without synthesized tool-call actions).
+    finish_reason
+        The provider's finish reason, when it sent one.
+    """
+
+    def __init__(self, model: LiteLLMModel, request: CompletionRequest) -> None:
+        self._usage = Usage()
+        self._final_usage: Usage | None = None
+        super().__init__()
+        self.model = model
+        self.request = request
+        self.attempts = 0
+        self.finish_reason: str | None = None
+        self._parts: list[str] = []
+        self._chars = 0
+        self._tools = ToolCallAccumulator()
+        self._provider_usage: tuple[int, int] | None = None
+        self._prompt_estimate: int | None = None
+        self._stream: Any = None
+        self._agen: AsyncGenerator[str, None] | None = None
+        self._closed = False
+        self._opened = False
+        self._started = 0.0
+
+    @property
+    def usage(self) -> Usage:
+        """What the turn consumed so far: the provider's figures, or an estimate.
+
+        A property because the runtime reads it right after cutting the turn
+        at a sync action, before :meth:`aclose`: it must already count the
+        prompt and the tokens read.
+        """
+        if self._final_usage is not None:
+            return self._final_usage
+        if not self._opened:
+            return self._usage
+        return self._measure()
+
+    @usage.setter
+    def usage(self, value: Usage) -> None:
+        self._usage = value
+
+    @property
+    def content(self) -> str:
+        """The model's own text streamed so far."""
+        return "".join(self._parts)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        if self._agen is None:
+            self._agen = self._generate()
+        return self._agen
+
+    async def aclose(self) -> None:
+        """Stop reading and close the HTTP response now; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._agen is not None:
+            # RuntimeError: the generator is mid-await in another task;
+            # closing the stream below makes that await fail promptly instead.
+            with contextlib.suppress(RuntimeError):
+                await self._agen.aclose()
+        await self._close_stream()
+        self._finalize_usage()
+
+    # -- the stream ----------------------------------------------------------
+
+    async def _generate(self) -> AsyncGenerator[str, None]:
+        model = self.model
+        litellm = await aload_litellm()
+        kwargs = model.request_kwargs(self.request)
+        self._started = time.perf_counter()
+        try:
+            while not self._closed:
+                self.attempts += 1
+                try:
+                    with anyio.fail_after(model.timeout):
+                        self._stream = await litellm.acompletion(**kwargs)
+                    self._opened = True
+                    iterator = self._stream.__aiter__()
+                    while True:
+                        chunk = await self._next(iterator)
+                        if chunk is None:
+                            break
+                        text = self._absorb(chunk)
+                        if text:
+                            self._parts.append(text)
+                            self._chars += len(text)
+                            yield text
+                    break
+                except Exception as exc:
+                    await self._close_stream()
+                    before_first_token = self._chars == 0 and not self._tools
+                    if (
+                        before_first_token
+                        and self.attempts <= model.num_retries
+                        and is_retryable(exc)
+                    ):
+                        await anyio.sleep(model.retry_delay(self.attempts, exc))
+                        self._provider_usage = None
+                        continue
+                    raise map_error(
+                        exc,
+                        model=model.name,
+                        attempts=self.attempts,
+                        timeout=model.timeout,
+                        api_base=model.api_base,
+                        api_key=model.api_key,
+                        streamed_chars=self._chars,
+                    ) from None  # the original may quote secrets; ours is redacted
+            if self._tools:
+                # Only now do we know how many calls came at once (sync vs async).
+                self.tool_calls = self._tools.calls()
+                yield tool_calls_to_protocol(self.tool_calls)
+        finally:
+            await self._close_stream()
+            self._finalize_usage()
+
+    async def _next(self, iterator: Any) -> Any:
+        """The next chunk, or ``None`` at the end; bounded by the model's timeout."""
+        try:
+            with anyio.fail_after(self.model.timeout):
+                return await iterator.__anext__()
+        except StopAsyncIteration:
+            return None
+
+    def _absorb(self, chunk: Any) -> str:
+        """Take usage, tool-call deltas and the finish reason; return the content text."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            prompt = getattr(usage, "prompt_tokens", None)
+            completion = getattr(usage, "completion_tokens", None)
+            if isinstance(prompt, int) and isinstance(completion, int):
+                self._provider_usage = (prompt, completion)
+        choices = getattr(chunk, "choices", None) or []
+        if not choices:
+            return ""
+        choice = choices[0]
+        reason = getattr(choice, "finish_reason", None)
+        if reason:
+            self.finish_reason = str(reason)
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            return ""
+        calls = getattr(delta, "tool_calls", None)
+        if calls:
+            self._tools.add(calls)
+        content = getattr(delta, "content", None)
+        return content if isinstance(content, str) else ""
+
+    async def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        # Shielded: a cancelled run must still release the connection.
+        with anyio.CancelScope(shield=True):
+            # Closing is best effort: the socket is gone either way.
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+    def _finalize_usage(self) -> None:
+        if self._final_usage is None and self._opened:
+            self._final_usage = self._measure()
+
+    def _measure(self) -> Usage:
+        if self._provider_usage is not None:
+            prompt, completion = self._provider_usage
+        else:
+            # Closed early (a sync action) or a provider without usage chunks.
+            if self._prompt_estimate is None:
+                self._prompt_estimate = self.model.count_tokens(messages=self.request.messages)
+            prompt = self._prompt_estimate
+            completion = self.model.count_tokens(text=self.content) if self._chars else 0
+        return Usage(
+            turns=1,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost=self.model.cost(prompt, completion),
+            seconds=time.perf_counter() - self._started,
+        )

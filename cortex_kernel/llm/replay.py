@@ -1,0 +1,223 @@
+"""``replay:PATH[?tps=N]``: a model that streams recorded turns (SPEC §6).
+
+The file is JSONL. Either each line is one assistant turn,
+``{"content": "…protocol text…"}``, optionally with ``"tool_calls"`` in the
+OpenAI shape; or the file is a transcript recorded by a run, whose
+``{"type": "model_turn", …}`` records are replayed and every other line is
+ignored. Each :meth:`ReplayModel.stream` call plays the next turn; when the
+turns run out the stream raises :class:`ReplayExhausted` saying so.
+
+The text is cut into token-sized pieces (a word or up to four characters,
+with their leading space, roughly what a BPE tokenizer yields) and sent a few
+tokens per chunk, like a real provider. With ``tps`` the chunks are paced on
+an absolute schedule (no drift from sleep overshoot); without it they come
+as fast as the consumer reads, with a checkpoint per chunk so cancellation
+is immediate.
+
+Native tool calls are turned into protocol text the way the litellm adapter
+does it: one ``<action type="tool" id="CALL_ID">`` per call, ``sync`` for a
+single call and ``async`` for several, appended after the content.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+import anyio.lowlevel
+
+from ..exceptions import ConfigError, ReplayExhausted
+from ..runtime.events import Usage
+from ..runtime.model import Completion, CompletionRequest, Model, ToolCall
+
+__all__ = ["ReplayModel", "tokenize"]
+
+_TOKEN = re.compile(r"\s*[A-Za-z]{1,8}|\s*\d{1,3}|\s*[^\sA-Za-z\d]|\s+")
+_TOKENS_PER_CHUNK = 3
+# As in the litellm adapter: call ids become attribute-safe action ids.
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:\-]")
+
+
+def tokenize(text: str) -> list[str]:
+    """Cut ``text`` into token-sized pieces that join back to ``text``."""
+    pieces = _TOKEN.findall(text)
+    joined = "".join(pieces)
+    if joined != text:  # defensive: never lose a character
+        return [text[i : i + 4] for i in range(0, len(text), 4)]
+    return pieces
+
+
+def _load_turns(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read replay file {path}: {exc}") from None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+        if isinstance(record, dict):
+            records.append(record)
+    recorded = [r for r in records if r.get("type") == "model_turn"]
+    if recorded:
+        return recorded
+    turns = [r for r in records if "type" not in r and ("content" in r or "tool_calls" in r)]
+    if not turns and records:
+        raise ConfigError(
+            f'{path}: no turns found; each line should be {{"content": "…"}} '
+            "or the file a transcript recorded by a run"
+        )
+    return turns
+
+
+def _tool_calls(record: dict[str, Any]) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for index, raw in enumerate(record.get("tool_calls") or []):
+        if not isinstance(raw, dict):
+            continue
+        nested = raw.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else raw
+        arguments = function.get("arguments", "{}")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        calls.append(
+            ToolCall(
+                id=str(raw.get("id") or f"call_{index + 1}"),
+                name=str(function.get("name", "")),
+                arguments=arguments,
+            )
+        )
+    return calls
+
+
+def _calls_as_protocol(calls: list[ToolCall]) -> str:
+    mode = "sync" if len(calls) == 1 else "async"
+    parts = []
+    for call in calls:
+        try:
+            parameters = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            parameters = {"_raw_arguments": call.arguments}
+        body = json.dumps({"name": call.name, "parameters": parameters}, ensure_ascii=False)
+        safe_id = _UNSAFE_ID.sub("_", call.id) or "call"
+        parts.append(f'<action type="tool" mode="{mode}" id="{safe_id}">{body}</action>')
+    return "".join(parts)
+
+
+class _ReplayCompletion(Completion):
+    def __init__(self, model: ReplayModel, request: CompletionRequest) -> None:
+        super().__init__()
+        self._model = model
+        self._request = request
+        self._closed = False
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._stream()
+
+    async def _stream(self) -> AsyncIterator[str]:
+        record = self._model._next_turn()
+        calls = _tool_calls(record)
+        text = str(record.get("content") or "")
+        # A recorded transcript already holds the protocol text of its calls.
+        if calls and record.get("type") != "model_turn":
+            text += _calls_as_protocol(calls)
+        self.tool_calls = calls
+        tokens = tokenize(text)
+        prompt_chars = sum(len(str(m.get("content") or "")) for m in self._request.messages)
+        self.usage = Usage(prompt_tokens=math.ceil(prompt_chars / 4))
+        tps = self._model.tps
+        start = time.monotonic()
+        sent = 0
+        for first in range(0, len(tokens), _TOKENS_PER_CHUNK):
+            if self._closed:
+                break
+            batch = tokens[first : first + _TOKENS_PER_CHUNK]
+            if tps:
+                due = start + (first + len(batch)) / tps
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await anyio.sleep(delay)
+                else:
+                    await anyio.lowlevel.checkpoint()
+            else:
+                await anyio.lowlevel.checkpoint()
+            sent += len(batch)
+            self.usage = self.usage.model_copy(update={"completion_tokens": sent})
+            yield "".join(batch)
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+class ReplayModel(Model):
+    """Streams the turns of a JSONL file, one per :meth:`stream` call.
+
+    Parameters
+    ----------
+    path
+        The replay file (hand-written turns or a recorded transcript).
+    tps
+        Tokens per second to pace the stream at; ``None`` streams at once.
+    """
+
+    def __init__(self, path: Path, tps: float | None = None) -> None:
+        self.path = Path(path)
+        self.tps = tps if tps and tps > 0 else None
+        self.turns = _load_turns(self.path)
+        self.position = 0
+        query = f"?tps={tps:g}" if self.tps else ""
+        self.name = f"replay:{self.path}{query}"
+
+    @classmethod
+    def from_spec(cls, spec: str) -> ReplayModel:
+        """Build from ``replay:PATH`` or ``replay:PATH?tps=50``.
+
+        Raises
+        ------
+        ConfigError
+            When the spec is not a replay spec or ``tps`` is not a number.
+        """
+        if not spec.startswith("replay:"):
+            raise ConfigError(f"not a replay model spec: {spec!r} (expected replay:PATH[?tps=N])")
+        rest = spec.removeprefix("replay:")
+        path, _, query = rest.partition("?")
+        tps: float | None = None
+        if query:
+            values = parse_qs(query).get("tps")
+            if values:
+                try:
+                    tps = float(values[0])
+                except ValueError:
+                    raise ConfigError(f"tps must be a number in {spec!r}") from None
+        if not path:
+            raise ConfigError("replay: needs a file path, e.g. replay:turns.jsonl?tps=50")
+        return cls(Path(path).expanduser(), tps=tps)
+
+    def reset(self) -> None:
+        """Start again from the first turn."""
+        self.position = 0
+
+    def _next_turn(self) -> dict[str, Any]:
+        if self.position >= len(self.turns):
+            raise ReplayExhausted(
+                f"the replay model ran out of turns: {self.path} has {len(self.turns)} "
+                f"turn(s) and all were played; add turns to the file or start a new session"
+            )
+        record = self.turns[self.position]
+        self.position += 1
+        return record
+
+    def stream(self, request: CompletionRequest) -> Completion:
+        """Open the next recorded turn as a streamed completion."""
+        return _ReplayCompletion(self, request)

@@ -1,0 +1,274 @@
+"""From tag attributes and a body to an :class:`Action` or a feed declaration.
+
+Pure functions, no parser state: the parser hands over what it read and
+gets back either the finished object or the message of an ``action_error``
+(what is wrong and how to fix it), plus warnings about repairs.
+
+Control fields (``id``, ``mode``, ``output_key``, ``depends_on``,
+``timeout``, ``retries``) may be attributes or body fields; the attribute
+wins (SPEC §2.1). A written id is claimed from the run's
+:class:`IdAllocator` only once everything else is valid, so the model can
+correct a failed action and resend it under the same id.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from ._attributes import split_ids
+from ._fast import constructor
+from ._jsonrepair import loads_lenient
+from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
+
+__all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed"]
+
+_TYPES = ", ".join(t.value for t in ActionType)
+_MODES = ", ".join(m.value for m in ActionMode)
+_FEED_TYPES = ", ".join(f.value for f in FeedType)
+_CONTROL_SET = frozenset(("id", "mode", "output_key", "depends_on", "timeout", "retries"))
+_TYPE_BY_VALUE = {t.value: t for t in ActionType}
+_MODE_BY_VALUE = {m.value: m for m in ActionMode}
+# Every field of an Action is checked here, so it is built without validation.
+_new_action = constructor(Action)
+
+
+class BuiltAction(NamedTuple):
+    """Outcome of :func:`build_action`: ``action`` or ``error``, never both."""
+
+    action: Action | None
+    error: str | None
+    id: str
+    warnings: tuple[tuple[str, dict[str, Any]], ...]
+
+
+class BuiltFeed(NamedTuple):
+    """Outcome of :func:`build_feed`: ``feed`` or ``error``, never both."""
+
+    feed: ContextFeedDecl | None
+    error: str | None
+    id: str | None
+    warnings: tuple[tuple[str, dict[str, Any]], ...]
+
+
+class _Invalid(Exception):
+    """A field with a bad value; carries the ``action_error`` message."""
+
+
+def _normalise(value: str) -> str:
+    return value.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def _mode(value: Any) -> ActionMode:
+    exact = _MODE_BY_VALUE.get(value) if isinstance(value, str) else None
+    if exact is not None:
+        return exact
+    if isinstance(value, str):
+        key = _normalise(value).strip("_")
+        if key in ("fireandforget", "fire_forget"):
+            key = "fire_and_forget"
+        try:
+            return ActionMode(key)
+        except ValueError:
+            pass
+    raise _Invalid(f"invalid mode {value!r}: use one of {_MODES}")
+
+
+def _timeout(value: Any) -> float:
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().removesuffix("s").strip()
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise _Invalid(f"invalid timeout {value!r}: give a positive number of seconds")
+    return number
+
+
+def _retries(value: Any) -> int:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    if number is None or number < 0:
+        raise _Invalid(f"invalid retries {value!r}: give a whole number >= 0")
+    return number
+
+
+def _depends_on(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return split_ids(value)
+    if isinstance(value, list | tuple):
+        ids: list[str] = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, str | int):
+                raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
+            ids.append(str(item).strip())
+        return tuple(dict.fromkeys(i for i in ids if i))
+    raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
+
+
+def _output_key(value: Any) -> str:
+    if isinstance(value, str) and value.strip().isidentifier():
+        return value.strip()
+    raise _Invalid(f"invalid output_key {value!r}: give a Python identifier such as 'result'")
+
+
+def _written_id(value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _Invalid(f"invalid id {value!r}: give a short string such as 'a1'")
+
+
+def _decode_object(
+    raw_body: str, what: str, *, allow_empty: bool
+) -> tuple[dict[str, Any], list[str]]:
+    if not raw_body.strip():
+        if allow_empty:
+            return {}, []
+        raise _Invalid(f"the {what} body is empty: write a JSON object between the tags")
+    result = loads_lenient(raw_body)
+    if not result.ok:
+        raise _Invalid(f"the {what} body is not valid JSON: {result.error}")
+    if not isinstance(result.value, dict):
+        kind = type(result.value).__name__
+        raise _Invalid(f"the {what} body must be a JSON object, not a {kind}")
+    return result.value, list(result.repairs)
+
+
+def build_action(
+    attrs: dict[str, str],
+    raw_body: str,
+    *,
+    open_id: str,
+    in_thought: bool,
+    ids: IdAllocator,
+) -> BuiltAction:
+    """Validate an action and claim its id.
+
+    Parameters
+    ----------
+    attrs
+        The attributes of the opening tag (names lower-cased).
+    raw_body
+        The body exactly as written between ``<action …>`` and ``</action>``.
+    open_id
+        The id announced in the ``action_open`` event: the ``id`` attribute,
+        or an id already generated by ``ids``.
+    in_thought
+        Whether the action was written inside a thought.
+    ids
+        The run's id allocator.
+
+    Returns
+    -------
+    BuiltAction
+        Never raises.
+    """
+    warnings: list[tuple[str, dict[str, Any]]] = []
+    action_id = open_id
+    try:
+        type_value = attrs.get("type", "").strip().lower()
+        action_type = _TYPE_BY_VALUE.get(type_value)
+        if not type_value:
+            raise _Invalid(f'the action has no type: write <action type="…"> with one of {_TYPES}')
+        if action_type is None:
+            raise _Invalid(f"unknown action type {type_value!r}: use one of {_TYPES}")
+        body, repairs = _decode_object(raw_body, "action", allow_empty=False)
+        if repairs:
+            warnings.append(
+                (f"repaired the JSON body ({', '.join(repairs)})", {"repairs": repairs})
+            )
+        fields: dict[str, Any] = {
+            name: body[name] for name in _CONTROL_SET.intersection(body) if body[name] is not None
+        }
+        for name in _CONTROL_SET.intersection(attrs):
+            written = attrs[name]
+            if written.strip() or name == "depends_on":
+                fields[name] = written
+        id_written = "id" in attrs and bool(attrs["id"].strip())
+        if "id" in fields:
+            action_id = _written_id(fields["id"])
+            if not id_written:
+                id_written = True
+                if action_id != open_id:
+                    warnings.append(
+                        (
+                            f"the id {action_id!r} was given in the body; the action_open "
+                            f"event announced it as {open_id!r}",
+                            {"open_id": open_id, "id": action_id},
+                        )
+                    )
+        action = _new_action(
+            id=action_id,
+            type=action_type,
+            mode=_mode(fields["mode"]) if "mode" in fields else ActionMode.SYNC,
+            depends_on=_depends_on(fields.get("depends_on", ())),
+            output_key=_output_key(fields["output_key"]) if "output_key" in fields else None,
+            timeout=_timeout(fields["timeout"]) if "timeout" in fields else None,
+            retries=_retries(fields["retries"]) if "retries" in fields else 0,
+            body=body,
+            raw_body=raw_body,
+            in_thought=in_thought,
+        )
+        if id_written and not ids.claim(action_id):
+            raise _Invalid(
+                f"duplicate id {action_id!r}: an earlier action of this run has it; "
+                "give this action a new id"
+            )
+    except _Invalid as exc:
+        return BuiltAction(None, str(exc), action_id, tuple(warnings))
+    return BuiltAction(action, None, action_id, tuple(warnings))
+
+
+def build_feed(attrs: dict[str, str], raw_body: str) -> BuiltFeed:
+    """Validate a ``<context_feed>`` declaration.
+
+    Parameters
+    ----------
+    attrs
+        The attributes of the opening tag; ``id`` is required (or an ``id``
+        field of the body), ``type`` defaults to ``on_demand``.
+    raw_body
+        The JSON source spec as written; an empty body is an empty spec.
+
+    Returns
+    -------
+    BuiltFeed
+        Never raises.
+    """
+    warnings: list[tuple[str, dict[str, Any]]] = []
+    feed_id: str | None = attrs.get("id", "").strip() or None
+    try:
+        type_text = _normalise(attrs.get("type", "")) or FeedType.ON_DEMAND.value
+        if type_text not in FeedType.__members__.values():
+            raise _Invalid(f"unknown context_feed type {type_text!r}: use one of {_FEED_TYPES}")
+        source, repairs = _decode_object(raw_body, "context_feed", allow_empty=True)
+        if repairs:
+            warnings.append(
+                (f"repaired the JSON body ({', '.join(repairs)})", {"repairs": repairs})
+            )
+        if feed_id is None and "id" in source:
+            feed_id = _written_id(source["id"])
+        if feed_id is None:
+            raise _Invalid('the context_feed has no id: write <context_feed id="…" type="…">')
+        feed = ContextFeedDecl(
+            id=feed_id, type=FeedType(type_text), source=source, raw_body=raw_body
+        )
+    except _Invalid as exc:
+        return BuiltFeed(None, str(exc), feed_id, tuple(warnings))
+    return BuiltFeed(feed, None, feed_id, tuple(warnings))

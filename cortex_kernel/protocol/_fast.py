@@ -1,0 +1,83 @@
+"""Building frozen pydantic models without validating them, for the hot path.
+
+Validation is most of the cost of a small ``feed`` (SPEC §2.2 item 5), and
+the parser only ever builds events from values it has just checked itself
+(an ``int`` pair, a ``str``, an enum member…). These constructors fill the
+model's ``__dict__`` and pydantic's three slots directly; the result equals
+the validated model, serialises the same, and supports ``model_copy``.
+``model_construct`` would do the same, but several times slower.
+
+Never use them for values that were not checked: nothing here validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["constructor", "text_event_maker"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_new = object.__new__
+_set = object.__setattr__
+_SLOTS = BaseModel.__dict__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def constructor(cls: type[M]) -> Callable[..., M]:
+    """A keyword-only constructor for ``cls`` that skips validation.
+
+    Fields not given take their default (a fresh one for default factories).
+    """
+    template: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, field in cls.model_fields.items():
+        if field.default_factory is not None:
+            template[name] = None
+            factories.append((name, field.default_factory))  # type: ignore[arg-type]
+        elif not field.is_required():
+            template[name] = field.default
+        else:
+            template[name] = None
+
+    def make(**values: Any) -> M:
+        data = template.copy()
+        data.update(values)
+        for name, factory in factories:
+            if name not in values:
+                data[name] = factory()
+        model = _new(cls)
+        _set(model, "__dict__", data)
+        _set_fields_set(model, set(values))
+        _set_extra(model, None)
+        _set_private(model, None)
+        return model
+
+    return make
+
+
+def text_event_maker(cls: type[M]) -> Callable[[tuple[int, int], str], M]:
+    """A positional constructor ``make(span, text)`` for a text-carrying event."""
+    type_value = cls.model_fields["type"].default
+    fields_set = {"span", "text"}
+
+    def make(span: tuple[int, int], text: str) -> M:
+        model = _new(cls)
+        _set(
+            model,
+            "__dict__",
+            {"type": type_value, "span": span, "t": None, "turn": None, "text": text},
+        )
+        # Shared by every event of the class: model_copy copies the set before
+        # it updates it, and nothing else writes to it.
+        _set_fields_set(model, fields_set)
+        _set_extra(model, None)
+        _set_private(model, None)
+        return model
+
+    return make

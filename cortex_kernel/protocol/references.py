@@ -1,0 +1,227 @@
+"""``$var`` references inside action bodies (SPEC §2.1).
+
+Pure functions, no I/O. A reference is written ``$name``, ``${name}`` or with
+a path, ``$name.field[0]`` / ``${name.field[0]}``. Names start with a letter or
+``_`` so prices such as ``$5`` are never references; ``$$`` is a literal
+dollar sign.
+
+Only JSON *string values* are scanned: dict keys and numbers are left alone.
+A string that is exactly one reference is replaced by the value itself,
+keeping its type (``"$rows"`` becomes the list); a reference inside a longer
+string is interpolated as text (``str(value)``, or JSON for dicts and lists
+so the model reads what it would have written).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import ReferenceError_
+
+__all__ = [
+    "Reference",
+    "find_references",
+    "interpolate_text",
+    "resolve_path",
+    "substitute",
+]
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PATH = rf"(?:\.{_NAME}|\[\d+\])*"
+# ``$$`` is matched first so that ``$$name`` is a literal ``$name``.
+_REFERENCE = re.compile(rf"\$\$|\$\{{\s*({_NAME})({_PATH})\s*\}}|\$({_NAME})({_PATH})")
+_STEP = re.compile(rf"\.({_NAME})|\[(\d+)\]")
+
+PathStep = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """One ``$var`` reference found in a string.
+
+    Attributes
+    ----------
+    name
+        The variable name (``rows`` in ``$rows.items[0]``).
+    path
+        The steps after the name: ``str`` for ``.field``, ``int`` for ``[i]``.
+    text
+        The reference exactly as written.
+    start, end
+        Its offsets in the string that holds it.
+    """
+
+    name: str
+    path: tuple[PathStep, ...]
+    text: str
+    start: int
+    end: int
+
+
+def _parse_path(path: str) -> tuple[PathStep, ...]:
+    steps: list[PathStep] = []
+    for match in _STEP.finditer(path):
+        field, index = match.groups()
+        steps.append(field if field is not None else int(index))
+    return tuple(steps)
+
+
+def _iter_string(text: str) -> Iterator[Reference]:
+    for match in _REFERENCE.finditer(text):
+        if match.group(0) == "$$":
+            continue
+        name = match.group(1) or match.group(3)
+        path = match.group(2) if match.group(1) is not None else match.group(4)
+        yield Reference(name, _parse_path(path or ""), match.group(0), match.start(), match.end())
+
+
+def find_references(value: Any) -> list[Reference]:
+    """List the references inside the string values of a JSON-like value.
+
+    Parameters
+    ----------
+    value
+        A parsed JSON body: dicts, lists and scalars, nested.
+
+    Returns
+    -------
+    list[Reference]
+        In document order (dict insertion order, list order, left to right).
+    """
+    found: list[Reference] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "$" in item:
+                found.extend(_iter_string(item))
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+    return found
+
+
+def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") -> Any:
+    """Follow ``path`` into ``value``: keys or attributes for fields, indexes for ``[i]``.
+
+    Raises
+    ------
+    ReferenceError_
+        When a step names nothing; the message shows how far it got.
+    """
+    current = value
+    walked = label
+    for step in path:
+        try:
+            if isinstance(step, int) or isinstance(current, Mapping):
+                current = current[step]
+            else:
+                current = getattr(current, step)
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            shown = f"[{step}]" if isinstance(step, int) else f".{step}"
+            raise ReferenceError_(
+                f"${walked}{shown} does not exist: ${walked} is a "
+                f"{type(current).__name__} ({exc.__class__.__name__}); check the path"
+            ) from None
+        walked += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return current
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list | tuple | bool) or value is None:
+        try:
+            return json.dumps(value, default=str, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+def _lookup_reference(ref: Reference, lookup: Callable[[str], Any]) -> Any:
+    try:
+        base = lookup(ref.name)
+    except KeyError:
+        raise ReferenceError_(
+            f"{ref.text} names no variable: no action produced '{ref.name}' "
+            "(check the output_key or action id, or add a depends_on)"
+        ) from None
+    return resolve_path(base, ref.path, label=ref.name)
+
+
+def _substitute_string(text: str, lookup: Callable[[str], Any]) -> Any:
+    if "$" not in text:
+        return text
+    refs = list(_iter_string(text))
+    if len(refs) == 1 and refs[0].start == 0 and refs[0].end == len(text):
+        return _lookup_reference(refs[0], lookup)
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) or match.group(3)
+        path = match.group(2) if match.group(1) is not None else match.group(4)
+        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
+        return _as_text(_lookup_reference(ref, lookup))
+
+    return _REFERENCE.sub(replace, text)
+
+
+def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
+    """Replace every reference in the string values of ``value``.
+
+    Parameters
+    ----------
+    value
+        A JSON-like value (not modified; a new one is returned).
+    lookup
+        Returns a variable's value by name; raises ``KeyError`` when unknown.
+
+    Returns
+    -------
+    Any
+        The value with references filled in: whole-string references keep the
+        type of what they name, embedded ones become text.
+
+    Raises
+    ------
+    ReferenceError_
+        For the first reference (or path) that names nothing.
+    """
+    if isinstance(value, str):
+        return _substitute_string(value, lookup)
+    if isinstance(value, Mapping):
+        return {key: substitute(item, lookup) for key, item in value.items()}
+    if isinstance(value, list):
+        return [substitute(item, lookup) for item in value]
+    if isinstance(value, tuple):
+        return tuple(substitute(item, lookup) for item in value)
+    return value
+
+
+def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
+    """Fill the references of prose (a final response) as text, leniently.
+
+    A reference that names nothing is left as written (prose such as "costs
+    $x" must not break an answer); ``$$`` becomes ``$``.
+    """
+    if "$" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) or match.group(3)
+        path = match.group(2) if match.group(1) is not None else match.group(4)
+        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
+        try:
+            return _as_text(_lookup_reference(ref, lookup))
+        except ReferenceError_:
+            return match.group(0)
+
+    return _REFERENCE.sub(replace, text)

@@ -1,0 +1,472 @@
+"""The agent loop of one run (SPEC §3): turns, dispatch while streaming, end conditions.
+
+Strategy
+--------
+The run's task (the caller of :meth:`Run.execute`) streams the model and
+feeds the parser; every ``action_parsed`` is submitted to the scheduler in
+the same step, so actions start while the model is still writing. The
+actions themselves run in the run's task group (``fire_and_forget`` ones in
+the session's background group). The whole run sits inside a
+``move_on_after(wall_time)`` scope, so a wall-time limit is plain
+cancellation too.
+
+Conversation state is committed a whole turn at a time: a turn's messages
+(the results that opened it and the assistant text) are appended only once
+its stream has ended cleanly, so an error or a cancellation mid-turn never
+leaves a half-written assistant message behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import anyio.lowlevel
+
+from ..exceptions import ModelError
+from ..protocol.events import (
+    ActionErrorEvent,
+    ActionOpen,
+    ActionParsed,
+    ParserEvent,
+    ResponseDelta,
+    ResponseEnd,
+    ResponseStart,
+    Text,
+)
+from ..protocol.models import ActionMode, IdAllocator
+from ..protocol.parser import Parser
+from ..protocol.references import interpolate_text
+from .events import (
+    AnyEvent,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    RuntimeEvent,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+)
+from .limits import usage_limit_message
+from .model import CompletionRequest, Message, ToolCall
+from .prompt import PromptContext
+from .results import ResultStatus, format_result, quote, render_value
+from .scheduler import ActionNode, NodeState, Scheduler
+from .transcript import TranscriptWriter
+
+if TYPE_CHECKING:
+    from .session import RunResult, Session
+
+__all__ = ["Run"]
+
+log = logging.getLogger(__name__)
+
+# Same rule as the model adapters (cortex_kernel.llm.tool_calls): a call id
+# becomes an attribute-safe action id.
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:\-]")
+
+_STATUS: dict[NodeState, ResultStatus] = {
+    NodeState.SUCCEEDED: "ok",
+    NodeState.FAILED: "error",
+    NodeState.REJECTED: "error",
+    NodeState.SKIPPED: "skipped",
+    NodeState.CANCELLED: "cancelled",
+}
+
+
+@dataclass
+class _Turn:
+    """What one streamed completion produced."""
+
+    number: int
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    reason: Literal["stream_end", "sync_action", "error", "cancelled"] = "stream_end"
+    cut_by: str | None = None
+    actions: list[str] = field(default_factory=list)
+    errors: list[ActionErrorEvent] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    response: list[str] = field(default_factory=list)
+    final: str | None = None
+    progress: str | None = None
+    in_response: bool = False
+    response_is_final: bool = True
+    limit: str | None = None
+    error: str | None = None
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
+
+
+class Run:
+    """One run of a session: one message, as many turns as it takes.
+
+    Not created directly: :meth:`Session.run` makes one per call.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        message: str,
+        *,
+        run_id: str,
+        key: str,
+        prior: list[Message],
+        on_event: Callable[[AnyEvent], None] | None,
+        transcript: Path | None,
+    ) -> None:
+        self.session = session
+        self.message = message
+        self.run_id = run_id
+        self.key = key
+        self.prior = prior
+        self.on_event = on_event
+        self.limits = session.limits.model_copy()
+        self.model = session.model
+        self.events: list[AnyEvent] = []
+        self.messages: list[Message] = []  # complete turns of this run, committed
+        self.usage = Usage()
+        self.ids = IdAllocator()
+        self.actions_submitted = 0
+        self.scheduler: Scheduler | None = None
+        self._t0 = time.monotonic()
+        self._turn = 0
+        self._transcript_path = transcript
+        self.transcript: TranscriptWriter | None = None
+        if transcript is not None:
+            try:
+                self.transcript = TranscriptWriter(transcript)
+            except OSError as exc:
+                log.warning("cannot write transcript %s: %s", transcript, exc)
+
+    # ---------------------------------------------------------------- events
+
+    def clock(self) -> float:
+        """Seconds since the run started (monotonic)."""
+        return time.monotonic() - self._t0
+
+    def emit(self, event: RuntimeEvent | ParserEvent) -> None:
+        """Record ``event`` and hand it to ``on_event`` (whose errors are logged, not raised)."""
+        self.events.append(event)
+        if self.transcript is not None:
+            self.transcript.write_event(event)
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:
+                log.exception("on_event raised; the run goes on")
+
+    # ------------------------------------------------------------------ run
+
+    async def execute(self) -> RunResult:
+        """Run to the end; on cancellation, settle and report everything, then re-raise."""
+        self.session.variables_store.start_run()
+        self.emit(
+            RunStarted(
+                t=self.clock(),
+                run_id=self.run_id,
+                message=self.message,
+                model=getattr(self.model, "name", type(self.model).__name__),
+            )
+        )
+        status: RunStatus = "ok"
+        message = ""
+        answer = ""
+        background = await self.session._background_group()
+        try:
+            async with anyio.create_task_group() as tg:
+                executors = self.session._executors(self)
+                self.scheduler = Scheduler(
+                    tg,
+                    execute=executors.execute,
+                    validate=executors.check,
+                    variables=self.session.variables_store,
+                    emit=self.emit,
+                    clock=self.clock,
+                    max_parallel=self.limits.max_parallel,
+                    background=background,
+                )
+                self.session._track(self.scheduler)
+                with anyio.move_on_after(self.limits.wall_time) as wall:
+                    try:
+                        status, message, answer = await self._turns()
+                    except Exception as exc:  # a bug must end the run, never hang it
+                        log.exception("run %s failed", self.run_id)
+                        status = "error"
+                        message = f"internal error ({type(exc).__name__}): {exc}"
+                if wall.cancelled_caught:
+                    status = "limit"
+                    message = (
+                        f"wall time limit reached: the run took more than "
+                        f"{self.limits.wall_time:g} s (limits.wall_time)"
+                    )
+                reason = "run finished" if status == "ok" else f"run ended: {message}"
+                self.scheduler.cancel_all(reason)
+                tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            # Synchronous cleanup (nothing here awaits, so nothing needs a shield):
+            # settle every action as cancelled, report, write the transcript.
+            if self.scheduler is not None:
+                self.scheduler.cancel_all("run cancelled")
+            self._finish("cancelled", "the run was cancelled", "")
+            raise
+        return self._finish(status, message, answer)
+
+    def _finish(self, status: RunStatus, message: str, answer: str) -> RunResult:
+        from .session import RunResult
+
+        self.usage = self.usage.model_copy(update={"seconds": self.clock()})
+        self.emit(
+            RunFinished(
+                t=self.clock(), status=status, answer=answer, message=message, usage=self.usage
+            )
+        )
+        if self.transcript is not None:
+            self.transcript.close()
+        self.session._commit(self)
+        return RunResult(
+            run_id=self.run_id,
+            status=status,
+            answer=answer,
+            message=message,
+            usage=self.usage,
+            variables=dict(self.session.variables_store.bound_in_run),
+            transcript=self._transcript_path,
+            events=self.events,
+        )
+
+    async def _turns(self) -> tuple[RunStatus, str, str]:
+        assert self.scheduler is not None
+        scheduler = self.scheduler
+        opening: list[Message] = [{"role": "user", "content": self.message}]
+        last_progress = ""
+        while True:
+            if self._turn >= self.limits.max_turns:
+                return (
+                    "limit",
+                    f"turn limit reached: {self.limits.max_turns} turns (limits.max_turns)",
+                    last_progress,
+                )
+            exceeded = usage_limit_message(self.limits, self.usage)
+            if exceeded:
+                return "limit", exceeded, last_progress
+            self._turn += 1
+            turn = await self._stream_turn(self._turn, opening)
+            if turn.error is not None:
+                return "error", turn.error, ""
+            self.messages.extend(opening)
+            self.messages.append(self._assistant_message(turn))
+            scheduler.end_turn()
+            if turn.limit is not None:
+                return "limit", turn.limit, last_progress
+            exceeded = usage_limit_message(self.limits, self.usage)
+            if exceeded:
+                return "limit", exceeded, last_progress
+            if turn.progress is not None:
+                last_progress = turn.progress
+            if turn.final is not None:
+                await scheduler.wait_all()
+                return "ok", "", interpolate_text(turn.final, self.session.variables_store.lookup)
+            if turn.cut_by is not None:
+                await scheduler.wait([turn.cut_by])
+            elif scheduler.pending:
+                await scheduler.wait_all()
+            settled = scheduler.take_settled()
+            if not settled and not turn.errors and not scheduler.pending:
+                # Nothing to report and nothing running: the model is done.
+                answer = last_progress or "".join(turn.outside).strip()
+                return "ok", "", interpolate_text(answer, self.session.variables_store.lookup)
+            opening = self._results_messages(turn, settled)
+
+    # ----------------------------------------------------------------- turn
+
+    def _request(self, opening: list[Message]) -> CompletionRequest:
+        session = self.session
+        context = PromptContext(
+            tools=session.tools.specs(),
+            internal_actions=sorted(session.allowed_internal),
+            protocol=session.protocol,
+        )
+        system = session.prompt.system_prompt(context)
+        messages: list[Message] = [{"role": "system", "content": system}]
+        messages += self.prior + self.messages + opening
+        tools = session.tools.openai_schemas() if session.protocol == "tools" else None
+        return CompletionRequest(messages=messages, tools=tools, protocol=session.protocol)
+
+    async def _stream_turn(self, number: int, opening: list[Message]) -> _Turn:
+        turn = _Turn(number)
+        self.emit(TurnStarted(t=self.clock(), turn=number))
+        parser = Parser(ids=self.ids)
+        chunks: list[str] = []
+        cut_at: int | None = None
+        try:
+            request = self._request(opening)
+            async with self.model.stream(request) as completion:
+                async for chunk in completion:
+                    chunks.append(chunk)
+                    cut_at = await self._handle(parser.feed(chunk), turn)
+                    if cut_at is not None or turn.limit is not None:
+                        break
+                else:
+                    await self._handle(parser.close(), turn)
+                turn.tool_calls = list(completion.tool_calls)
+                turn.usage = completion.usage
+        except anyio.get_cancelled_exc_class():
+            self.emit(TurnEnded(t=self.clock(), turn=number, reason="cancelled"))
+            raise
+        except ModelError as exc:
+            turn.error = f"model error ({type(exc).__name__}): {exc}"
+        except Exception as exc:
+            turn.error = f"model error ({type(exc).__name__}): {exc}; the turn was discarded"
+        if turn.error is not None:
+            self.emit(TurnEnded(t=self.clock(), turn=number, reason="error", usage=turn.usage))
+            return turn
+        turn.usage = turn.usage.model_copy(update={"turns": 1})
+        self.usage = self.usage + turn.usage
+        text = "".join(chunks)
+        turn.text = text if cut_at is None else text[:cut_at]
+        turn.reason = "sync_action" if turn.cut_by is not None else "stream_end"
+        if self.transcript is not None:
+            self.transcript.write_model_turn(number, self.clock(), turn.text, turn.tool_calls)
+        self.emit(TurnEnded(t=self.clock(), turn=number, reason=turn.reason, usage=turn.usage))
+        return turn
+
+    async def _handle(self, events: list[ParserEvent], turn: _Turn) -> int | None:
+        """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
+        assert self.scheduler is not None
+        for event in events:
+            stamped = event.model_copy(update={"t": self.clock(), "turn": turn.number})
+            self.emit(stamped)
+            if isinstance(event, ActionOpen):
+                turn.spans[event.id] = (event.span[0], event.span[1])
+            elif isinstance(event, ActionParsed):
+                start = turn.spans.get(event.action.id, event.span)[0]
+                turn.spans[event.action.id] = (start, event.span[1])
+                if self.actions_submitted >= self.limits.max_actions:
+                    turn.limit = (
+                        f"action limit reached: {self.limits.max_actions} actions in this run "
+                        "(limits.max_actions)"
+                    )
+                    return None
+                self.actions_submitted += 1
+                node = self.scheduler.submit(event.action)
+                if node is None:
+                    continue
+                turn.actions.append(node.id)
+                if event.action.mode is ActionMode.SYNC:
+                    turn.cut_by = node.id
+                    return event.span[1]
+                # Let the action start now, before the rest of this chunk is
+                # handled: one chunk may carry many actions.
+                await anyio.lowlevel.checkpoint()
+            elif isinstance(event, ActionErrorEvent):
+                turn.errors.append(event)
+                if event.id is not None:
+                    self.scheduler.reject(event.id, event.message)
+            elif isinstance(event, Text):
+                turn.outside.append(event.text)
+            elif isinstance(event, ResponseStart):
+                turn.in_response = True
+                turn.response_is_final = event.final
+                turn.response = []
+            elif isinstance(event, ResponseDelta):
+                turn.response.append(event.text)
+            elif isinstance(event, ResponseEnd):
+                text = "".join(turn.response).strip()
+                if event.final and turn.response_is_final:
+                    turn.final = text
+                else:
+                    turn.progress = text
+                turn.in_response = False
+        return None
+
+    # -------------------------------------------------------------- messages
+
+    def _assistant_message(self, turn: _Turn) -> Message:
+        content = turn.text
+        if turn.tool_calls:
+            # The adapter wrote each native call as protocol text too; the
+            # provider gets the calls back as ``tool_calls``, so keep them once.
+            spans = [turn.spans.get(call_action_id(call.id)) for call in turn.tool_calls]
+            for start, end in sorted((s for s in spans if s is not None), reverse=True):
+                if end <= len(content):
+                    content = content[:start] + content[end:]
+        message: Message = {"role": "assistant", "content": content}
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in turn.tool_calls
+            ]
+        return message
+
+    def _result_block(self, node: ActionNode) -> str:
+        status = _STATUS.get(node.state, "error")
+        names: tuple[str, ...] = (node.id,)
+        if node.action.output_key:
+            names += (node.action.output_key,)
+        content = node.result if status == "ok" else node.error
+        return format_result(
+            node.id, status, content, limit=self.limits.result_chars, variables=names
+        )
+
+    def _results_messages(self, turn: _Turn, settled: list[ActionNode]) -> list[Message]:
+        messages: list[Message] = []
+        blocks: list[str] = []
+        by_id = {node.id: node for node in settled}
+        nodes = self.scheduler.nodes if self.scheduler is not None else {}
+        for call in turn.tool_calls:
+            action_id = call_action_id(call.id)
+            by_id.pop(action_id, None)
+            node = nodes.get(action_id)
+            if node is not None and node.terminal:
+                status = _STATUS.get(node.state, "error")
+                value = node.result if status == "ok" else f"{status}: {node.error}"
+                text = render_value(value)
+                if len(text) > self.limits.result_chars:
+                    text = text[: self.limits.result_chars] + (
+                        f"\n[truncated: {len(text) - self.limits.result_chars} more characters;"
+                        f" the full value is in ${node.id}]"
+                    )
+                content = quote(text)
+            else:
+                error = next((e for e in turn.errors if e.id == action_id), None)
+                content = quote(f"error: {error.message}") if error else "pending"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        call_ids = {call_action_id(call.id) for call in turn.tool_calls}
+        for node in settled:
+            if node.id in by_id:
+                blocks.append(self._result_block(node))
+        for error in turn.errors:
+            if error.id in call_ids:
+                continue
+            blocks.append(
+                format_result(
+                    error.id or "?", "error", error.message, limit=self.limits.result_chars
+                )
+            )
+        if blocks or not messages:
+            messages.append({"role": "user", "content": "\n".join(blocks)})
+        return messages
+
+
+def call_action_id(call_id: str) -> str:
+    """The action id a native tool call gets (the adapters keep ids attribute-safe)."""
+    return _UNSAFE_ID.sub("_", call_id) or "call"
+
+
+def prior_messages(runs: MutableMapping[str, list[Message]], exclude: str | None) -> list[Message]:
+    """The conversation of earlier runs, without the run being replaced."""
+    out: list[Message] = []
+    for key, messages in runs.items():
+        if key != exclude:
+            out.extend(messages)
+    return out

@@ -1,0 +1,83 @@
+"""How action results are shown: previews for events, ``<action_result>`` for the model.
+
+Quoting
+-------
+Tool output is data, never protocol (SPEC §8). The body of an
+``<action_result>`` is escaped like XML text — ``&`` as ``&amp;``, ``<`` as
+``&lt;``, ``>`` as ``&gt;`` — so a result that contains ``</action_result>``
+or ``<action …>`` can never close the block or be read as a new element,
+whatever the parser or the model make of it. The escaping is the familiar
+one models already read fluently, and it is reversible (:func:`unquote`).
+Attribute values (the id, the status) are escaped the same way plus ``"``.
+
+Long results are cut to ``limit`` characters *before* quoting, with a note
+naming the variable that keeps the full value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+__all__ = ["ResultStatus", "format_result", "preview", "quote", "render_value", "unquote"]
+
+ResultStatus = Literal["ok", "error", "skipped", "cancelled"]
+
+
+def render_value(value: Any) -> str:
+    """The text form of a result: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def preview(value: Any, limit: int = 200) -> str:
+    """A short one-line text form of ``value`` for events and the live view."""
+    text = render_value(value)
+    text = " ".join(text.split()) if "\n" in text or "\t" in text else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(text: str) -> str:
+    """Escape ``text`` so it cannot be read as protocol markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unquote(text: str) -> str:
+    """Undo :func:`quote`."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def format_result(
+    action_id: str,
+    status: ResultStatus,
+    content: Any,
+    *,
+    limit: int = 4000,
+    variables: tuple[str, ...] = (),
+) -> str:
+    """One ``<action_result id="…" status="…">…</action_result>`` block.
+
+    Parameters
+    ----------
+    action_id, status
+        Which action and how it ended.
+    content
+        The result (ok) or the error / reason text.
+    limit
+        Characters of content kept; longer content is truncated with a note.
+    variables
+        Names that hold the full value (``$a1``, the ``output_key``), for the note.
+    """
+    text = render_value(content)
+    if len(text) > limit:
+        where = " or ".join(f"${name}" for name in variables) or "its variable"
+        text = (
+            text[:limit]
+            + f"\n[truncated: {len(text) - limit} more characters; the full value is in {where}]"
+        )
+    attr_id = quote(action_id).replace('"', "&quot;")
+    return f'<action_result id="{attr_id}" status="{status}">{quote(text)}</action_result>'

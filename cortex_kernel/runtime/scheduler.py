@@ -1,0 +1,605 @@
+"""The eager DAG scheduler: actions start the moment their last dependency succeeds.
+
+Strategy
+--------
+Every submitted action becomes an :class:`ActionNode` that counts the
+dependencies it still waits on. There is no polling loop and no wave: when a
+node settles, it walks its dependents and decrements their counters; a
+dependent whose counter reaches zero is queued right there, in the same
+call, and an idle worker is woken. Workers are tasks of the run's task group,
+at most ``max_parallel`` of them, started when actions *arrive* (so spawning
+a task is never on the critical path) and gone once no action is open; a
+dispatch is one deque append and one wake-up.
+
+Each action runs in its own cancel scope inside the run's task group (or, for
+``fire_and_forget``, inside a longer-lived background task group), so a
+timeout, a cancelled run or an interrupt is plain anyio cancellation. Every
+exception raised by an action is caught at the node and becomes
+``action_failed``; a failure, a cancellation or a rejection skips the
+dependents with the reason, so nothing ever waits forever.
+
+A dependency on an id that has not appeared yet is *missing*: the node waits
+until that id is submitted, or until :meth:`Scheduler.end_turn`, which skips
+it. A submission that would close a cycle is rejected (``action_error``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..exceptions import ActionError, ReferenceError_, UnknownActionError
+from ..protocol.events import ActionErrorEvent, ParserEvent
+from ..protocol.models import Action, ActionMode, ActionType
+from ..protocol.references import find_references, substitute
+from .events import (
+    ActionCancelled,
+    ActionFailed,
+    ActionQueued,
+    ActionSkipped,
+    ActionStarted,
+    ActionSucceeded,
+    RuntimeEvent,
+)
+from .results import preview
+from .variables import VariableStore
+
+__all__ = ["ActionNode", "NodeState", "Scheduler"]
+
+log = logging.getLogger(__name__)
+
+Execute = Callable[[Action, dict[str, Any]], Awaitable[Any]]
+Emit = Callable[[RuntimeEvent | ParserEvent], None]
+
+
+class NodeState(StrEnum):
+    """Where an action is in its life."""
+
+    WAITING = "waiting"  # dependencies not yet succeeded (or not yet seen)
+    READY = "queued"  # started, waiting for a max_parallel slot
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    REJECTED = "rejected"  # action_error: never run (cycle, unknown tool…)
+
+
+TERMINAL = frozenset(
+    {NodeState.SUCCEEDED, NodeState.FAILED, NodeState.SKIPPED, NodeState.CANCELLED}
+    | {NodeState.REJECTED}
+)
+
+
+@dataclass(eq=False)
+class ActionNode:
+    """One action in the scheduler, with its state and timings (``perf_counter`` seconds)."""
+
+    action: Action
+    deps: tuple[str, ...] = ()
+    state: NodeState = NodeState.WAITING
+    waiting: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    dependents: list[ActionNode] = field(default_factory=list)
+    # Created on demand: most nodes are never waited on individually, and a
+    # cancel scope is only needed once the action runs (fewer objects per
+    # action means less garbage-collector work at 10,000 actions).
+    scope: anyio.CancelScope | None = None
+    _done: anyio.Event | None = None
+    result: Any = None
+    error: str = ""
+    has_refs: bool = False
+    attempts: int = 0
+    submitted_at: float = 0.0
+    ready_at: float = 0.0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def id(self) -> str:
+        """The action id."""
+        return self.action.id
+
+    async def wait(self) -> None:
+        """Return once the node has settled."""
+        if self.state in TERMINAL:
+            return
+        if self._done is None:
+            self._done = anyio.Event()
+        await self._done.wait()
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the node has settled (succeeded, failed, skipped, cancelled, rejected)."""
+        return self.state in TERMINAL
+
+    @property
+    def awaited(self) -> bool:
+        """Whether the loop waits for it (everything but ``fire_and_forget``)."""
+        return self.action.mode is not ActionMode.FIRE_AND_FORGET
+
+    @property
+    def dispatch_latency(self) -> float | None:
+        """Seconds from ready (last dependency settled, or arrival) to start."""
+        if not self.started_at:
+            return None
+        return self.started_at - self.ready_at
+
+
+class _Failure(Exception):
+    """An action failed for good; the message is what the model reads."""
+
+
+class Scheduler:
+    """Runs the actions of one run under their dependencies.
+
+    Parameters
+    ----------
+    task_group
+        The run's task group: awaited actions run here.
+    execute
+        ``await execute(action, body)`` runs one attempt; ``body`` has its
+        ``$var`` references filled in.
+    variables
+        Where results are bound (by action id and ``output_key``) and where
+        references are looked up.
+    emit
+        Called synchronously with every event, in order.
+    clock
+        Seconds for the ``t`` of events (since the run started).
+    max_parallel
+        Most actions running at once.
+    background
+        Task group for ``fire_and_forget`` actions, which may outlive the run;
+        ``None`` runs them in ``task_group``.
+    validate
+        Returns an error message for an action that must not run (unknown
+        tool, type not available…): it is rejected with ``action_error``.
+    retry_base, retry_cap
+        Backoff before retry ``k`` is ``min(cap, base * 2**(k-1))`` times a
+        random factor in [0.5, 1.5).
+    """
+
+    def __init__(
+        self,
+        task_group: TaskGroup,
+        *,
+        execute: Execute,
+        variables: VariableStore,
+        emit: Emit,
+        clock: Callable[[], float],
+        max_parallel: int = 16,
+        background: TaskGroup | None = None,
+        validate: Callable[[Action], str | None] | None = None,
+        retry_base: float = 0.2,
+        retry_cap: float = 5.0,
+    ) -> None:
+        self._tg = task_group
+        self._background = background
+        self._execute = execute
+        self.variables = variables
+        self._emit = emit
+        self._clock = clock
+        self._validate = validate
+        self._max_parallel = max(1, max_parallel)
+        self._queue: deque[ActionNode] = deque()
+        self._waiters: deque[anyio.Event] = deque()
+        self._workers = 0
+        self._retry_base = retry_base
+        self._retry_cap = retry_cap
+        self.nodes: dict[str, ActionNode] = {}
+        # The latest node that produces each name (its id and its output_key).
+        self._producers: dict[str, ActionNode] = {}
+        # id not yet seen -> nodes waiting for it
+        self._wanted: dict[str, list[ActionNode]] = {}
+        self._settled: list[ActionNode] = []
+        self._open = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._closing = False
+        self._close_reason = "cancelled"
+
+    # ------------------------------------------------------------------ submit
+
+    def submit(self, action: Action) -> ActionNode | None:
+        """Accept a parsed action and start it as soon as its dependencies allow.
+
+        Returns
+        -------
+        ActionNode | None
+            The node, or ``None`` for a duplicate id (an ``action_error`` is emitted).
+        """
+        now = self._clock()
+        if action.id in self.nodes:
+            self._emit(
+                ActionErrorEvent(
+                    span=(0, 0),
+                    t=now,
+                    id=action.id,
+                    message=f"duplicate action id '{action.id}': ids must be unique in a run",
+                    raw_body=action.raw_body,
+                )
+            )
+            return None
+        deps = list(dict.fromkeys(action.depends_on))
+        refs = find_references(action.body)
+        for ref in refs:
+            producer = self._producers.get(ref.name)
+            if (
+                producer is not None
+                and producer.state is not NodeState.SUCCEEDED
+                and producer.id != action.id
+                and producer.id not in deps
+            ):
+                deps.append(producer.id)
+        node = ActionNode(action=action, deps=tuple(deps), submitted_at=now, has_refs=bool(refs))
+        self.nodes[action.id] = node
+        if deps:
+            # Made now, on arrival, so that making it is not on the dispatch path.
+            node.scope = anyio.CancelScope()
+        if node.awaited:
+            self._open += 1
+            if self._open == 1:
+                self._idle = anyio.Event()
+            self._ensure_workers()
+
+        problem = self._validate(action) if self._validate is not None else None
+        if problem is None:
+            problem = self._find_cycle(node)
+        if problem is not None:
+            self._register(node)
+            self._reject(node, problem)
+            return node
+
+        for dep_id in deps:
+            dep = self.nodes.get(dep_id)
+            if dep is None:
+                node.missing.add(dep_id)
+                self._wanted.setdefault(dep_id, []).append(node)
+            elif dep.state is NodeState.SUCCEEDED:
+                continue
+            elif dep.terminal:
+                node.waiting.add(dep_id)  # settles below, after queued is emitted
+            else:
+                node.waiting.add(dep_id)
+                dep.dependents.append(node)
+        self._emit(
+            ActionQueued(
+                t=now,
+                id=action.id,
+                action=action,
+                depends_on=node.deps,
+                waiting_on=tuple(sorted(node.waiting | node.missing)),
+            )
+        )
+        self._register(node)
+        for dep_id in list(node.waiting):
+            dep = self.nodes[dep_id]
+            if dep.terminal:
+                self._settle(node, NodeState.SKIPPED, reason=self._skip_reason(dep))
+                return node
+        if not node.waiting and not node.missing:
+            self._make_ready(node)
+        return node
+
+    def reject(self, action_id: str, message: str) -> None:
+        """Record that ``action_id`` will never run (a parser ``action_error``).
+
+        Nodes that wait for that id are skipped now rather than at the end of
+        the turn. The error itself is reported by whoever saw it.
+        """
+        if action_id in self.nodes:
+            return
+        placeholder = Action(id=action_id, type=ActionType.INTERNAL, body={}, mode=ActionMode.ASYNC)
+        node = ActionNode(action=placeholder, state=NodeState.REJECTED, error=message)
+        self.nodes[action_id] = node
+        self._wake_wanted(node)
+
+    def _register(self, node: ActionNode) -> None:
+        self._producers[node.id] = node
+        if node.action.output_key:
+            self._producers[node.action.output_key] = node
+        if node.id in self._wanted:
+            self._wake_wanted(node)
+
+    def _wake_wanted(self, node: ActionNode) -> None:
+        for waiter in self._wanted.pop(node.id, []):
+            if waiter.terminal:
+                continue
+            waiter.missing.discard(node.id)
+            if node.state is NodeState.SUCCEEDED:
+                pass
+            elif node.terminal:
+                self._settle(waiter, NodeState.SKIPPED, reason=self._skip_reason(node))
+                continue
+            else:
+                waiter.waiting.add(node.id)
+                node.dependents.append(waiter)
+            if not waiter.waiting and not waiter.missing:
+                self._make_ready(waiter)
+
+    def _find_cycle(self, node: ActionNode) -> str | None:
+        if node.id in node.deps:
+            return f"cycle: action '{node.id}' depends on itself"
+        if node.id not in self._wanted:
+            return None  # nobody waits for this id, so no path can lead back to it
+        # Walk up from the new node's dependencies; reaching its id closes a cycle.
+        stack: list[tuple[str, tuple[str, ...]]] = [(d, (node.id, d)) for d in node.deps]
+        seen: set[str] = set()
+        while stack:
+            current, path = stack.pop()
+            if current == node.id:
+                return "cycle: " + " -> ".join(path) + "; remove one of these depends_on"
+            if current in seen:
+                continue
+            seen.add(current)
+            dep = self.nodes.get(current)
+            if dep is None or dep.terminal:
+                continue
+            for nxt in dep.deps:
+                stack.append((nxt, (*path, nxt)))
+        return None
+
+    # ------------------------------------------------------------------- turn
+
+    def end_turn(self) -> None:
+        """The turn's stream ended: dependencies that never appeared skip their dependents."""
+        wanted, self._wanted = self._wanted, {}
+        for dep_id, waiters in wanted.items():
+            for waiter in waiters:
+                if not waiter.terminal:
+                    self._settle(
+                        waiter,
+                        NodeState.SKIPPED,
+                        reason=f"dependency '{dep_id}' never appeared in the turn",
+                    )
+
+    def take_settled(self) -> list[ActionNode]:
+        """The awaited actions settled since the last call, in settling order."""
+        settled, self._settled = self._settled, []
+        return settled
+
+    @property
+    def pending(self) -> int:
+        """Awaited actions not yet settled."""
+        return self._open
+
+    async def wait(self, ids: Iterable[str]) -> None:
+        """Wait until every known action among ``ids`` has settled."""
+        for action_id in ids:
+            node = self.nodes.get(action_id)
+            if node is not None:
+                await node.wait()
+
+    async def wait_all(self) -> None:
+        """Wait until every awaited (non fire-and-forget) action has settled."""
+        while self._open:
+            await self._idle.wait()
+
+    def cancel_all(self, reason: str = "cancelled", *, background: bool = False) -> None:
+        """Cancel every unsettled action (not ``fire_and_forget`` unless ``background``).
+
+        Waiting and queued actions settle as cancelled at once; running ones
+        have their cancel scope cancelled and settle as their task unwinds.
+        """
+        self._closing = True
+        self._close_reason = reason
+        for node in list(self.nodes.values()):
+            if node.terminal or (not node.awaited and not background):
+                continue
+            if node.state is NodeState.RUNNING and node.scope is not None:
+                node.scope.cancel()
+            else:
+                self._settle(node, NodeState.CANCELLED, reason=reason)
+
+    # -------------------------------------------------------------- execution
+
+    def _ensure_workers(self) -> None:
+        # Workers are started when actions *arrive*, not when they become
+        # ready, so the cost of spawning a task is paid off the critical path:
+        # when a dependency settles, an idle worker is already waiting and
+        # dispatch is a deque append plus one wake-up.
+        wanted = min(self._max_parallel, self._open)
+        while self._workers < wanted:
+            self._workers += 1
+            self._tg.start_soon(self._worker, name="cortex scheduler worker")
+
+    def _make_ready(self, node: ActionNode) -> None:
+        node.state = NodeState.READY
+        node.ready_at = _now()
+        if not node.awaited:
+            group = self._background if self._background is not None else self._tg
+            group.start_soon(self._run_node, node, name=f"action {node.id}")
+            return
+        self._queue.append(node)
+        if self._waiters:
+            self._waiters.popleft().set()
+
+    async def _worker(self) -> None:
+        """Run queued actions one at a time; at most ``max_parallel`` workers exist.
+
+        A worker lives in the run's task group and leaves when no awaited
+        action is open, so a finished scheduler holds no task.
+        """
+        try:
+            while True:
+                while self._queue:
+                    node = self._queue.popleft()
+                    if node.state is NodeState.READY:
+                        await self._run_node(node)
+                if self._open == 0:
+                    return
+                wake = anyio.Event()
+                self._waiters.append(wake)
+                await wake.wait()
+        finally:
+            self._workers -= 1
+
+    async def _run_node(self, node: ActionNode) -> None:
+        if node.state is not NodeState.READY:
+            return  # cancelled while it waited for a slot
+        try:
+            node.state = NodeState.RUNNING
+            node.started_at = _now()
+            # model_construct: a trusted event on the hot path (no re-validation).
+            self._emit(ActionStarted.model_construct(t=self._clock(), id=node.id))
+            scope = node.scope if node.scope is not None else anyio.CancelScope()
+            node.scope = scope
+            try:
+                with scope:
+                    result = await self._attempts(node)
+            except _Failure as exc:
+                self._settle(node, NodeState.FAILED, reason=str(exc))
+                return
+            except Exception as exc:  # defensive: _attempts maps errors already
+                self._settle(node, NodeState.FAILED, reason=_describe(exc))
+                return
+            if scope.cancelled_caught or scope.cancel_called:
+                self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
+            else:
+                node.result = result
+                self._settle(node, NodeState.SUCCEEDED)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside the node's own scope: the whole group is
+            # going down, so dependents are cancelled too, not "skipped".
+            self._closing = True
+            if not node.terminal:
+                self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
+            raise
+
+    async def _attempts(self, node: ActionNode) -> Any:
+        action = node.action
+        body = action.body
+        if node.has_refs:
+            try:
+                body = substitute(action.body, self.variables.lookup)
+            except ReferenceError_ as exc:
+                node.attempts = 1
+                raise _Failure(str(exc)) from None
+        total = max(0, action.retries) + 1
+        message = ""
+        for attempt in range(1, total + 1):
+            node.attempts = attempt
+            if attempt > 1:
+                self._emit(ActionStarted(t=self._clock(), id=node.id, attempt=attempt))
+            try:
+                if action.timeout is not None and action.timeout > 0:
+                    with anyio.move_on_after(action.timeout) as limit:
+                        return await self._execute(action, body)
+                    if limit.cancelled_caught:
+                        message = f"timed out after {action.timeout:g} s"
+                else:
+                    return await self._execute(action, body)
+            except (UnknownActionError, ReferenceError_) as exc:
+                raise _Failure(str(exc)) from None  # retrying cannot help
+            except Exception as exc:
+                message = _describe(exc)
+            if attempt < total:
+                delay = min(self._retry_cap, self._retry_base * 2 ** (attempt - 1))
+                await anyio.sleep(delay * random.uniform(0.5, 1.5))
+        if total > 1:
+            message += f" (attempt {total} of {total}: retries exhausted)"
+        raise _Failure(message)
+
+    # ---------------------------------------------------------------- settle
+
+    def _reject(self, node: ActionNode, message: str) -> None:
+        self._emit(
+            ActionErrorEvent(
+                span=(0, 0),
+                t=self._clock(),
+                id=node.id,
+                message=message,
+                raw_body=node.action.raw_body,
+            )
+        )
+        self._settle(node, NodeState.REJECTED, reason=message, emit=False)
+
+    def _skip_reason(self, dep: ActionNode) -> str:
+        verb = {
+            NodeState.FAILED: "failed",
+            NodeState.CANCELLED: "was cancelled",
+            NodeState.SKIPPED: "was skipped",
+            NodeState.REJECTED: "was rejected",
+        }.get(dep.state, "did not succeed")
+        detail = f": {dep.error}" if dep.error else ""
+        return f"dependency '{dep.id}' {verb}{detail}"
+
+    def _settle(
+        self, first: ActionNode, state: NodeState, *, reason: str = "", emit: bool = True
+    ) -> None:
+        # Iterative, so a failure at the head of a 10,000-long chain cannot
+        # overflow the stack while it skips every dependent.
+        work: list[tuple[ActionNode, NodeState, str, bool]] = [(first, state, reason, emit)]
+        while work:
+            node, state, reason, emit = work.pop()
+            if node.terminal:
+                continue
+            node.state = state
+            node.finished_at = _now()
+            node.error = reason
+            if node._done is not None:
+                node._done.set()
+            t = self._clock()
+            duration = node.finished_at - node.started_at if node.started_at else 0.0
+            if state is NodeState.SUCCEEDED:
+                bound = self.variables.bind_result(node.action, node.result, t=t)
+                if emit:
+                    self._emit(
+                        ActionSucceeded(
+                            t=t, id=node.id, preview=preview(node.result), duration=duration
+                        )
+                    )
+                for event in bound:
+                    self._emit(event)
+            elif emit:
+                self._emit(self._terminal_event(node, t, duration))
+            if state is NodeState.FAILED and not node.awaited:
+                log.warning("fire_and_forget action %s failed: %s", node.id, reason)
+            if node.awaited:
+                self._settled.append(node)
+                self._open -= 1
+                if self._open == 0:
+                    self._idle.set()
+                    while self._waiters:  # let idle workers leave
+                        self._waiters.popleft().set()
+            for dependent in node.dependents:
+                if dependent.terminal:
+                    continue
+                if state is NodeState.SUCCEEDED:
+                    dependent.waiting.discard(node.id)
+                    if not dependent.waiting and not dependent.missing:
+                        self._make_ready(dependent)
+                elif self._closing:
+                    work.append((dependent, NodeState.CANCELLED, self._close_reason, True))
+                else:
+                    work.append((dependent, NodeState.SKIPPED, self._skip_reason(node), True))
+
+    def _terminal_event(self, node: ActionNode, t: float, duration: float) -> RuntimeEvent:
+        if node.state is NodeState.FAILED:
+            return ActionFailed(
+                t=t, id=node.id, error=node.error, duration=duration, attempts=node.attempts
+            )
+        if node.state is NodeState.SKIPPED:
+            return ActionSkipped(t=t, id=node.id, reason=node.error)
+        return ActionCancelled(t=t, id=node.id, reason=node.error or "cancelled")
+
+
+def _now() -> float:
+    return time.perf_counter()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, ActionError):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,302 @@
+"""A session: the state that outlives one run (conversation, variables, background work).
+
+The Jupyter kernel, the ``%%agent`` magic and the headless CLI all hold one
+:class:`Session` and call :meth:`Session.run` once per cell.
+
+Background work
+---------------
+``fire_and_forget`` actions may outlive their run, so they cannot live in
+the run's task group. On the asyncio backend (headless ``anyio.run`` and
+ipykernel alike) the session lazily starts one host task on the running
+loop that owns an anyio task group for them; the task is held by the session
+and cancelled and awaited by :meth:`Session.aclose`, so the structure stays
+explicit even though the group outlives the cell that started it. On other
+backends there is no host: the run's own task group takes them and the run
+waits for them before it returns (documented trade-off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import sniffio
+from anyio.abc import TaskGroup
+
+from ..executors.base import ExecutionContext, Executor, ExecutorSet
+from ..executors.internal import DEFAULT_INTERNAL_ACTIONS, InternalExecutor
+from ..executors.llm import LLMExecutor
+from ..executors.tool import ToolExecutor
+from ..protocol.models import ActionType
+from .events import AnyEvent, RunStatus, Usage
+from .limits import Limits
+from .loop import Run, prior_messages
+from .model import Message, Model
+from .prompt import PromptBuilder, PromptContext
+from .scheduler import Scheduler
+from .tools import ToolRegistry
+from .transcript import default_transcript_dir
+from .variables import VariableStore
+
+__all__ = ["DefaultPrompt", "Limits", "RunResult", "Session"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    """What a run returns.
+
+    Attributes
+    ----------
+    run_id
+        Unique id of the run (also the transcript's file name).
+    status
+        ``ok``, ``error``, ``cancelled`` or ``limit``.
+    answer
+        The final answer with its ``$var``s filled in.
+    message
+        Why the run ended when ``status`` is not ``ok``.
+    usage
+        Turns, tokens, cost and seconds.
+    variables
+        Every value bound in this run (output keys, action ids, ``set_variable``).
+    transcript
+        The JSONL transcript, when one was written.
+    events
+        Every event of the run, in order.
+    """
+
+    run_id: str
+    status: RunStatus
+    answer: str
+    message: str
+    usage: Usage
+    variables: dict[str, Any]
+    transcript: Path | None
+    events: list[AnyEvent] = field(default_factory=list)
+
+
+class DefaultPrompt:
+    """A minimal system prompt: the protocol in brief and the tools' schemas.
+
+    ``cortex_kernel.llm.ProtocolPrompt`` (with a worked example) replaces it
+    in :func:`cortex_kernel.agent.build_session`.
+    """
+
+    def system_prompt(self, context: PromptContext) -> str:
+        """Return the prompt for ``context``."""
+        import json
+
+        lines = [
+            f"You are {context.agent_name}, an agent that acts while it thinks.",
+            "Write <thought>…</thought> to reason, "
+            '<action type="tool" mode="sync|async|fire_and_forget" id="…" depends_on="…" '
+            'output_key="…">{"name": …, "parameters": {…}}</action> to act, and '
+            '<response final="true">…</response> to answer. Refer to results as $name.',
+            "Results arrive as <action_result id=… status=…> blocks at your next turn.",
+        ]
+        if context.instructions:
+            lines.append(context.instructions)
+        if context.tools:
+            lines.append("Tools:")
+            lines.extend(json.dumps(tool, ensure_ascii=False) for tool in context.tools)
+        if context.internal_actions:
+            lines.append("Internal actions: " + ", ".join(context.internal_actions))
+        return "\n".join(lines)
+
+
+class Session:
+    """An agent session: runs messages through the loop and keeps what follows from them.
+
+    Parameters
+    ----------
+    model
+        The streaming model (settable between runs).
+    tools
+        Python callables the model may call (``tool`` actions).
+    prompt
+        Builds the system prompt of every turn.
+    limits
+        Per-run limits.
+    namespace
+        The notebook's ``user_ns``: output keys are written there, and ``$name``
+        falls back to it.
+    transcript_dir
+        Where run transcripts go (default: :func:`default_transcript_dir`).
+    protocol
+        ``"xml"`` (protocol text) or ``"tools"`` (native function calling).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        tools: ToolRegistry | None = None,
+        prompt: PromptBuilder | None = None,
+        limits: Limits | None = None,
+        namespace: MutableMapping[str, Any] | None = None,
+        transcript_dir: Path | None = None,
+        protocol: Literal["xml", "tools"] = "xml",
+    ) -> None:
+        self.model = model
+        self.tools = tools if tools is not None else ToolRegistry()
+        self.prompt: PromptBuilder = prompt if prompt is not None else DefaultPrompt()
+        self.limits = limits if limits is not None else Limits()
+        self.variables_store = VariableStore(namespace)
+        self.transcript_dir = transcript_dir
+        self.protocol: Literal["xml", "tools"] = protocol
+        self.allowed_internal: frozenset[str] = DEFAULT_INTERNAL_ACTIONS
+        self.executors: dict[ActionType, Executor] = {
+            ActionType.TOOL: ToolExecutor(),
+            ActionType.LLM: LLMExecutor(),
+            ActionType.INTERNAL: InternalExecutor(),
+        }
+        self.last_result: RunResult | None = None
+        self._runs: dict[str, list[Message]] = {}
+        self._schedulers: list[Scheduler] = []
+        self._bg: TaskGroup | None = None
+        self._bg_task: asyncio.Task[None] | None = None
+        self._bg_stop: anyio.Event | None = None
+
+    # ------------------------------------------------------------ public API
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """Every value bound by the runs of this session so far (output keys and action ids)."""
+        return self.variables_store.values
+
+    async def run(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        on_event: Callable[[AnyEvent], None] | None = None,
+    ) -> RunResult:
+        """Run ``message`` through the agent loop.
+
+        Parameters
+        ----------
+        message
+            The user's message (one cell).
+        key
+            A run with the same key as an earlier one replaces that run's
+            messages in the history, at the same position.
+        on_event
+            Called synchronously with every event; its exceptions are logged.
+
+        Returns
+        -------
+        RunResult
+            Failed runs (model error, limit) return with status ``error`` or
+            ``limit``; a cancelled run re-raises the cancellation after
+            reporting ``run_finished(status="cancelled")``.
+        """
+        run_id = uuid.uuid4().hex[:12]
+        folder = (
+            self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
+        )
+        run = Run(
+            self,
+            message,
+            run_id=run_id,
+            key=key if key is not None else f"run-{run_id}",
+            prior=prior_messages(self._runs, key),
+            on_event=on_event,
+            transcript=folder / f"{run_id}.transcript.jsonl",
+        )
+        result = await run.execute()
+        self.last_result = result
+        return result
+
+    def history(self) -> list[Message]:
+        """The conversation so far, in OpenAI shape, without the system prompt."""
+        return prior_messages(self._runs, None)
+
+    def reset(self) -> None:
+        """Forget the conversation; variables stay."""
+        self._runs.clear()
+
+    async def drain(self, seconds: float | None = None) -> bool:
+        """Wait for background (``fire_and_forget``) actions; ``False`` if ``seconds`` ran out."""
+        with anyio.move_on_after(seconds) as scope:
+            for scheduler in list(self._schedulers):
+                for node in list(scheduler.nodes.values()):
+                    if not node.awaited:
+                        await node.wait()
+        self._prune()
+        return not scope.cancelled_caught
+
+    async def aclose(self) -> None:
+        """Cancel background (``fire_and_forget``) work and stop its host task."""
+        for scheduler in self._schedulers:
+            scheduler.cancel_all("session closed", background=True)
+        self._schedulers.clear()
+        if self._bg_stop is not None:
+            self._bg_stop.set()
+        task, self._bg_task = self._bg_task, None
+        if task is not None:
+            with anyio.CancelScope(shield=True):
+                await task
+        self._bg = None
+        self._bg_stop = None
+
+    # ------------------------------------------------------ used by the loop
+
+    def _executors(self, run: Run) -> ExecutorSet:
+        context = ExecutionContext(
+            tools=self.tools,
+            variables=self.variables_store,
+            model=lambda: self.model,
+            emit=run.emit,
+            clock=run.clock,
+            allowed_internal=self.allowed_internal,
+        )
+        return ExecutorSet(self.executors, context)
+
+    def _commit(self, run: Run) -> None:
+        self._runs[run.key] = list(run.messages)
+        self._prune()
+
+    def _track(self, scheduler: Scheduler) -> None:
+        self._prune()
+        self._schedulers.append(scheduler)
+
+    def _prune(self) -> None:
+        # Keep only schedulers that still have unsettled background actions.
+        self._schedulers = [
+            s for s in self._schedulers if any(not n.terminal for n in s.nodes.values())
+        ]
+
+    async def _background_group(self) -> TaskGroup | None:
+        if self._bg is not None:
+            return self._bg
+        try:
+            library = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
+            return None
+        if library != "asyncio":
+            return None
+        ready = anyio.Event()
+        self._bg_stop = anyio.Event()
+        stop = self._bg_stop
+        # The one task the session owns; see the module docstring.
+        self._bg_task = asyncio.get_running_loop().create_task(self._host(ready, stop))
+        await ready.wait()
+        return self._bg
+
+    async def _host(self, ready: anyio.Event, stop: anyio.Event) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._bg = tg
+                ready.set()
+                await stop.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self._bg = None

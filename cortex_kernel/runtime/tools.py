@@ -1,0 +1,182 @@
+"""A registry of Python callables usable as ``tool`` actions.
+
+A tool is any function, sync or async. Its JSON schema is derived from the
+type hints with pydantic (``validate_call`` builds a model of the
+parameters), so the prompt shows the model exactly what the function takes
+and the call is validated and coerced the same way. Sync tools run in a
+worker thread so a slow one never blocks the event loop; cancelling the run
+abandons the thread's result (Python cannot kill a thread), which is why
+long-running sync tools should be async or subprocess-based.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from pydantic import TypeAdapter, ValidationError, create_model
+
+from ..exceptions import ToolError, UnknownActionError
+
+__all__ = ["Tool", "ToolRegistry"]
+
+
+@dataclass
+class Tool:
+    """One registered tool.
+
+    Attributes
+    ----------
+    name, description
+        What the model sees.
+    function
+        The callable (sync or async).
+    parameters
+        JSON schema of the keyword arguments.
+    """
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    parameters: dict[str, Any]
+    _model: Any = None
+
+    @property
+    def is_async(self) -> bool:
+        """Whether calling the function returns an awaitable."""
+        return inspect.iscoroutinefunction(self.function)
+
+    def spec(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}`` for the prompt."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool in OpenAI function-calling shape."""
+        return {"type": "function", "function": self.spec()}
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check and coerce ``arguments`` against the signature."""
+        if self._model is None:
+            return dict(arguments)
+        try:
+            validated = self._model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(f"bad parameters for tool '{self.name}': {exc}") from None
+        return {key: getattr(validated, key) for key in type(validated).model_fields}
+
+    async def call(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` and run the tool."""
+        kwargs = self.validate(arguments)
+        if self.is_async:
+            return await self.function(**kwargs)
+        # abandon_on_cancel: an interrupted run must not wait for a slow thread.
+        result = await anyio.to_thread.run_sync(
+            lambda: self.function(**kwargs), abandon_on_cancel=True
+        )
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+def _schema_for(function: Callable[..., Any], name: str) -> tuple[dict[str, Any], Any]:
+    signature = inspect.signature(function)
+    try:
+        hints = inspect.get_annotations(function, eval_str=True)
+    except Exception:  # unresolvable annotations: fall back to Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    model = create_model(f"{name}_parameters", **fields)
+    try:
+        schema = model.model_json_schema()
+    except Exception:  # a type pydantic cannot describe: accept any object
+        schema = TypeAdapter(dict[str, Any]).json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    return schema, model
+
+
+class ToolRegistry:
+    """Named tools, registered from Python callables.
+
+    Examples
+    --------
+    >>> tools = ToolRegistry()
+    >>> @tools.register
+    ... def add(a: int, b: int = 1) -> int:
+    ...     '''Add two numbers.'''
+    ...     return a + b
+    >>> tools.specs()[0]["name"]
+    'add'
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Any:
+        """Register ``function`` (usable as a bare decorator or with options).
+
+        Returns the function unchanged, so it stays callable from Python.
+        """
+
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tool_name = str(name or getattr(fn, "__name__", "tool"))
+            doc = description if description is not None else inspect.getdoc(fn) or ""
+            parameters, model = _schema_for(fn, tool_name)
+            self._tools[tool_name] = Tool(tool_name, doc.strip(), fn, parameters, model)
+            return fn
+
+        if function is not None:
+            return add(function)
+        return add
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool (no error when absent)."""
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``.
+
+        Raises
+        ------
+        UnknownActionError
+            Naming the tools that exist.
+        """
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(sorted(self._tools)) or "none"
+            raise UnknownActionError(f"unknown tool '{name}'; available tools: {known}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """``{"name", "description", "parameters"}`` of every tool, for the prompt."""
+        return [tool.spec() for tool in self._tools.values()]
+
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """Every tool in OpenAI function-calling shape (``protocol="tools"``)."""
+        return [tool.openai_schema() for tool in self._tools.values()]

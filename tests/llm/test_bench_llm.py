@@ -1,0 +1,51 @@
+"""The model-path benchmark runs (quick mode) and reports its figures.
+
+No wall-clock threshold is asserted: speed is read from the report, not
+enforced by the test suite.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_llm.py"
+
+
+def _load() -> Any:
+    spec = importlib.util.spec_from_file_location("cortex_bench_llm_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_llm_bench_reports_every_figure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
+    result = _load().main()
+    assert result["quick"] is True
+    assert result["chunks"] == 200 and result["rate_chunks_per_s"] == 1000.0
+    for key in (
+        "first_event_ms",
+        "first_chunk_ms",
+        "raw_first_chunk_ms",
+        "litellm_import_s",
+        "first_call_s",
+    ):
+        assert isinstance(result[key], float) and result[key] >= 0
+    assert set(result["paced_latency_ms"]) == {
+        "ours_median",
+        "ours_p99",
+        "raw_median",
+        "raw_p99",
+        "overhead_median",
+    }
+    assert set(result["unpaced_us_per_chunk"]) == {"ours", "raw_httpx", "overhead", "ratio"}
+    assert "first byte -> first event" in capsys.readouterr().out

@@ -1,0 +1,253 @@
+"""LiteLLMModel through litellm's real HTTP client against the fake provider."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from cortex_kernel.exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigError,
+    ConnectionFailed,
+    ContextWindowError,
+    ModelTimeout,
+    ProviderDown,
+    RateLimitError,
+)
+from cortex_kernel.llm.litellm_model import LiteLLMModel
+from tests.llm.fake_openai import FakeOpenAI
+from tests.llm.support import API_KEY, MESSAGES, collect, make_model, parse_chunks, request
+
+pytestmark = pytest.mark.anyio
+
+PROTOCOL_TEXT = (
+    "Let me look.<thought>I need the weather first "
+    '<action type="tool" mode="async" id="w" output_key="weather">'
+    '{"name": "get_weather", "parameters": {"city": "Paris"}}</action>'
+    " then I answer.</thought>"
+    '<response final="true">It is $weather.</response>'
+)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 7, 64])
+async def test_protocol_split_inside_tags_gives_the_same_events(
+    server: FakeOpenAI, chunk_size: int
+) -> None:
+    server.stream(PROTOCOL_TEXT, chunk_size=chunk_size)
+    chunks = await collect(make_model(server).stream(request()))
+    assert "".join(chunks) == PROTOCOL_TEXT
+    if chunk_size < len(PROTOCOL_TEXT):
+        assert len(chunks) > 1
+    assert parse_chunks(chunks) == parse_chunks([PROTOCOL_TEXT])
+    kinds = [event[0] for event in parse_chunks(chunks)]
+    assert "action_parsed" in kinds and "response_end" in kinds
+
+
+async def test_the_request_carries_the_prompt_and_asks_for_usage(server: FakeOpenAI) -> None:
+    server.stream("ok")
+    model = make_model(server, temperature=0.25)
+    await collect(model.stream(request()))
+    body = server.requests[0].body
+    assert body["messages"] == MESSAGES
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["temperature"] == 0.25
+    assert server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_retries_then_success(server: FakeOpenAI, status: int) -> None:
+    server.error(status, times=2).stream("<response>fine</response>")
+    completion = make_model(server, num_retries=3).stream(request())
+    chunks = await collect(completion)
+    assert "".join(chunks) == "<response>fine</response>"
+    assert len(server.requests) == 3
+    assert completion.attempts == 3
+
+
+async def test_retry_after_is_honoured(server: FakeOpenAI) -> None:
+    server.error(429, retry_after=0.3).stream("ok")
+    started = time.monotonic()
+    await collect(make_model(server, backoff=0.0).stream(request()))
+    assert time.monotonic() - started >= 0.25
+    assert len(server.requests) == 2
+
+
+async def test_rate_limit_exhausted_gives_the_mapped_error(server: FakeOpenAI) -> None:
+    server.error(429, times=3, retry_after=0, message="slow down")
+    with pytest.raises(RateLimitError) as caught:
+        await collect(make_model(server, num_retries=2).stream(request()))
+    assert len(server.requests) == 3
+    message = str(caught.value)
+    assert "429" in message and "3 attempts" in message and "num_retries" in message
+    assert "slow down" in message
+
+
+async def test_server_errors_exhausted_give_provider_down(server: FakeOpenAI) -> None:
+    server.error(502, times=2)
+    with pytest.raises(ProviderDown, match="num_retries"):
+        await collect(make_model(server, num_retries=1).stream(request()))
+    assert len(server.requests) == 2
+
+
+async def test_authentication_is_not_retried_and_names_the_variable(server: FakeOpenAI) -> None:
+    server.error(401, message="invalid key")
+    with pytest.raises(AuthenticationError) as caught:
+        await collect(make_model(server, name="openai/gpt-4o-mini").stream(request()))
+    assert len(server.requests) == 1
+    assert "OPENAI_API_KEY" in str(caught.value)
+
+
+async def test_bad_request_is_not_retried(server: FakeOpenAI) -> None:
+    server.error(400, message="temperature must be <= 2")
+    with pytest.raises(BadRequestError, match="temperature must be"):
+        await collect(make_model(server).stream(request()))
+    assert len(server.requests) == 1
+
+
+async def test_context_window_error(server: FakeOpenAI) -> None:
+    server.error(400, message="This model's maximum context length is 8192 tokens.")
+    with pytest.raises(ContextWindowError, match="context"):
+        await collect(make_model(server).stream(request()))
+    assert len(server.requests) == 1
+
+
+async def test_a_mid_stream_cut_is_not_retried_and_says_the_turn_was_dropped(
+    server: FakeOpenAI,
+) -> None:
+    server.stream("<thought>half a thou", chunk_size=4, cut_after=3)
+    completion = make_model(server).stream(request())
+    received: list[str] = []
+    with pytest.raises(ConnectionFailed) as caught:
+        async with completion:
+            async for chunk in completion:
+                received.append(chunk)
+    assert "".join(received) == "<thought>hal"
+    assert "discarded" in str(caught.value)
+    assert len(server.requests) == 1  # tokens had streamed: never silently re-run
+
+
+async def test_a_cut_before_the_first_token_is_retried(server: FakeOpenAI) -> None:
+    server.stream("never", cut_after=0).stream("<response>ok</response>")
+    chunks = await collect(make_model(server).stream(request()))
+    assert "".join(chunks) == "<response>ok</response>"
+    assert len(server.requests) == 2
+
+
+async def test_a_hang_before_the_first_byte_hits_the_timeout(server: FakeOpenAI) -> None:
+    server.hang(10).hang(10)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout, match="timeout"):
+        await collect(make_model(server, timeout=0.3, num_retries=1).stream(request()))
+    elapsed = time.monotonic() - started
+    assert elapsed < 5
+    assert len(server.requests) == 2
+
+
+async def test_a_hang_mid_stream_hits_the_timeout(server: FakeOpenAI) -> None:
+    server.stream("<thought>still thinking", chunk_size=5, hang_after=2, hang_seconds=10)
+    completion = make_model(server, timeout=0.3).stream(request())
+    with pytest.raises(ModelTimeout, match="discarded"):
+        await collect(completion)
+    assert len(server.requests) == 1
+
+
+async def test_connection_refused_is_mapped(server: FakeOpenAI) -> None:
+    model = LiteLLMModel(
+        "openai/x",
+        api_base="http://127.0.0.1:9/v1",
+        api_key=API_KEY,
+        timeout=2,
+        num_retries=1,
+        backoff=0.01,
+    )
+    with pytest.raises(ConnectionFailed, match="api_base"):
+        await collect(model.stream(request()))
+
+
+async def test_closing_at_a_sync_action_closes_the_connection(server: FakeOpenAI) -> None:
+    head = '<action type="tool" mode="sync" id="s">{"name": "t", "parameters": {}}</action>'
+    server.stream(head + "x" * 2000, chunk_size=4, delay=0.005)  # ~540 chunks, ~2.7 s
+    completion = make_model(server).stream(request())
+    seen = ""
+    async for chunk in completion:
+        seen += chunk
+        if "</action>" in seen:
+            await completion.aclose()
+            break
+    record = server.wait_done()
+    assert record.disconnected
+    assert not record.completed
+    assert record.chunks_sent < 500  # the provider stopped before the end
+    await completion.aclose()  # twice is fine
+    assert completion.usage.turns == 1
+    assert completion.usage.completion_tokens > 0  # estimated: no usage chunk came
+
+
+async def test_cancelling_the_reader_closes_the_connection(server: FakeOpenAI) -> None:
+    server.stream("y" * 200, chunk_size=1, delay=0.01)
+    completion = make_model(server).stream(request())
+
+    async def read() -> None:
+        async with completion:
+            async for _ in completion:
+                pass
+
+    with anyio.move_on_after(0.2):
+        await read()
+    record = server.wait_done()
+    assert record.disconnected and not record.completed
+
+
+async def test_usage_and_cost_are_recorded_for_a_known_model(server: FakeOpenAI) -> None:
+    server.stream("<response>hi</response>", usage=(1000, 500))
+    completion = make_model(server, name="openai/gpt-4o-mini").stream(request())
+    await collect(completion)
+    usage = completion.usage
+    assert (usage.turns, usage.prompt_tokens, usage.completion_tokens) == (1, 1000, 500)
+    assert usage.cost is not None and usage.cost > 0
+    assert usage.seconds > 0
+
+
+async def test_an_unknown_model_has_no_cost_but_no_error(server: FakeOpenAI) -> None:
+    server.stream("<response>hi</response>", usage=(10, 5))
+    completion = make_model(server, name="openai/no-such-model-xyz").stream(request())
+    await collect(completion)
+    assert completion.usage.prompt_tokens == 10
+    assert completion.usage.cost is None
+
+
+async def test_usage_is_estimated_without_a_usage_chunk(server: FakeOpenAI) -> None:
+    server.stream("<response>a few words here</response>", usage=None)
+    completion = make_model(server, name="openai/gpt-4o-mini").stream(request())
+    await collect(completion)
+    assert completion.usage.prompt_tokens > 0
+    assert completion.usage.completion_tokens > 0
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(ConfigError):
+        LiteLLMModel("")
+    with pytest.raises(ConfigError):
+        LiteLLMModel("openai/x", protocol="json")
+    with pytest.raises(ConfigError):
+        LiteLLMModel("openai/x", timeout=0)
+
+
+def test_repr_has_no_key() -> None:
+    model = LiteLLMModel("openai/x", api_key=API_KEY, api_base="http://h/v1")
+    assert API_KEY not in repr(model)
+    assert "openai/x" in repr(model)
+
+
+def test_a_tools_model_sends_tools_even_for_a_default_request() -> None:
+    schema = {"name": "f", "parameters": {"type": "object"}}
+    model = LiteLLMModel("openai/x", protocol="tools")
+    kwargs = model.request_kwargs(request(tools=[schema]))
+    assert kwargs["tools"][0]["function"]["name"] == "f"
+    assert kwargs["num_retries"] == 0 and kwargs["max_retries"] == 0
+    assert kwargs["stream"] is True
+    assert "tools" not in LiteLLMModel("openai/x").request_kwargs(request(tools=[schema]))

@@ -1,0 +1,148 @@
+"""The protocol prompt: what it teaches must be what the parser accepts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cortex_kernel.llm import DEMO_TRANSCRIPT
+from cortex_kernel.llm.prompt import (
+    PROMPT_VERSION,
+    WORKED_EXAMPLE,
+    WORKED_EXAMPLE_RESULTS,
+    WORKED_EXAMPLE_TURNS,
+    ProtocolPrompt,
+)
+from cortex_kernel.protocol.events import ActionParsed
+from cortex_kernel.protocol.parser import Parser
+from cortex_kernel.runtime.prompt import FeedSlot, PromptContext
+from tests.llm.support import parse_chunks
+
+BAD_EVENTS = {"action_error", "warning"}
+
+
+def events_of(text: str) -> list[tuple[str, str]]:
+    return [(kind, payload) for kind, payload, *_ in parse_chunks([text])]
+
+
+@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
+def test_the_worked_example_parses_cleanly(turn: str) -> None:
+    kinds = [kind for kind, _ in events_of(turn)]
+    assert not BAD_EVENTS & set(kinds), kinds
+
+
+@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
+def test_the_worked_example_is_chunk_invariant(turn: str) -> None:
+    whole = parse_chunks([turn])
+    assert parse_chunks(list(turn)) == whole
+    assert parse_chunks([turn[i : i + 5] for i in range(0, len(turn), 5)]) == whole
+
+
+def test_the_worked_example_uses_everything_it_teaches() -> None:
+    parser = Parser()
+    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
+    actions = [e.action for e in events if isinstance(e, ActionParsed)]
+    modes = {a.mode.value for a in actions}
+    assert modes == {"sync", "async", "fire_and_forget"}
+    assert any(a.in_thought and a.mode.value == "async" for a in actions)
+    assert any(a.depends_on == ("w", "e") for a in actions)
+    assert any(a.output_key for a in actions)
+    assert any("$weather" in json.dumps(a.body) for a in actions)
+    assert actions[-1].mode.value == "sync"  # nothing may follow a sync action
+    assert WORKED_EXAMPLE_TURNS[0].rstrip().endswith("</action>")
+    kinds = [kind for kind, _ in events_of(WORKED_EXAMPLE_TURNS[0])]
+    assert "thought_start" in kinds and "response_start" in kinds
+    assert '<response final="false">' in WORKED_EXAMPLE_TURNS[0]
+    assert "$plan" in WORKED_EXAMPLE_TURNS[1]
+    final = Parser()
+    ends = [
+        e for e in final.feed(WORKED_EXAMPLE_TURNS[1]) + final.close() if e.type == "response_end"
+    ]
+    assert [e.final for e in ends] == [True]
+
+
+def test_the_example_results_name_the_actions_of_the_example() -> None:
+    parser = Parser()
+    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
+    ids = {e.action.id for e in events if isinstance(e, ActionParsed)}
+    for line in WORKED_EXAMPLE_RESULTS.splitlines():
+        action_id = line.split('id="', 1)[1].split('"', 1)[0]
+        assert action_id in ids
+
+
+@pytest.mark.parametrize("line", DEMO_TRANSCRIPT.read_text(encoding="utf-8").splitlines())
+def test_the_demo_transcript_parses_cleanly(line: str) -> None:
+    content = json.loads(line)["content"]
+    kinds = [kind for kind, _ in events_of(content)]
+    assert not BAD_EVENTS & set(kinds), kinds
+    assert parse_chunks(list(content)) == parse_chunks([content])
+
+
+def context(**fields: object) -> PromptContext:
+    base: dict[str, object] = {
+        "agent_name": "helper",
+        "instructions": "Be brief.",
+        "tools": [
+            {
+                "name": "search",
+                "description": "Search the web.",
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            }
+        ],
+        "internal_actions": ["set_variable", "add_context_feed"],
+        "feeds": [
+            FeedSlot(id="system_clock", text="2026-11-23 10:00 UTC"),
+            FeedSlot(id="broken", text="", error="source failed"),
+        ],
+    }
+    base.update(fields)
+    return PromptContext.model_validate(base)
+
+
+def test_the_prompt_has_every_section() -> None:
+    text = ProtocolPrompt().system_prompt(context())
+    assert f"cortex protocol v{PROMPT_VERSION}" in text
+    assert "helper" in text and "Be brief." in text
+    for element in ("<thought>", "<action", "<response", "depends_on", "$name", 'final="false"'):
+        assert element in text
+    assert "fire_and_forget" in text and "async" in text
+    assert "<action_result" in text and "&lt;" in text
+    assert WORKED_EXAMPLE in text
+    assert "`search`: Search the web." in text
+    assert '"properties": {"q": {"type": "string"}}' in text
+    assert "`set_variable`" in text and "`add_context_feed`" in text
+    assert "## system_clock\n\n2026-11-23 10:00 UTC" in text
+    assert "unavailable: source failed" in text
+
+
+def test_the_prompt_without_tools_or_internal_actions_says_so() -> None:
+    text = ProtocolPrompt(include_example=False).system_prompt(
+        context(tools=[], internal_actions=[], feeds=[])
+    )
+    assert "No tools" in text and "None are allowed" in text
+    assert WORKED_EXAMPLE not in text
+    assert "Context feeds" not in text
+
+
+def test_the_tools_protocol_prompt_skips_the_xml_lesson() -> None:
+    text = ProtocolPrompt().system_prompt(context(protocol="tools"))
+    assert "<thought>" not in text
+    assert "`search`" in text
+    assert "tool messages" in " ".join(text.split())
+
+
+def test_the_prompt_never_carries_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-live-very-secret-value-123"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    leaky = context(
+        instructions=f"key is {secret}", feeds=[FeedSlot(id="env", text=f"OPENAI_API_KEY={secret}")]
+    )
+    assert secret not in ProtocolPrompt().system_prompt(leaky)
+
+
+def test_prompt_builder_protocol() -> None:
+    from cortex_kernel.runtime.prompt import PromptBuilder
+
+    builder: PromptBuilder = ProtocolPrompt()
+    assert builder.system_prompt(PromptContext()).startswith("You are cortex")

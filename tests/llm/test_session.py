@@ -1,0 +1,152 @@
+"""The runtime on a real model path: Session → LiteLLMModel → litellm → HTTP → fake provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cortex_kernel.agent import build_session
+from cortex_kernel.llm import ProtocolPrompt
+from cortex_kernel.runtime.session import Session
+from tests.llm.fake_openai import FakeOpenAI
+from tests.llm.support import make_model
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "sk-proj-SECRET-do-not-leak-0123456789"
+
+TURN_1 = (
+    "<thought>I store the value first.</thought>"
+    '<action type="internal" mode="sync" id="s1">'
+    '{"name": "set_variable", "parameters": {"name": "x", "value": 42}}</action>'
+)
+TURN_2 = '<response final="true">x is $x</response>'
+
+
+def _read_all(folder: Path) -> list[str]:
+    return [path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.jsonl"))]
+
+
+def session_for(server: FakeOpenAI, tmp_path: Path, **options: object) -> Session:
+    return Session(
+        make_model(server, **options),  # type: ignore[arg-type]
+        prompt=ProtocolPrompt(),
+        transcript_dir=tmp_path,
+    )
+
+
+async def test_a_two_turn_run_with_a_sync_cut(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.stream(TURN_1 + " trailing text the model should not have written" * 20, delay=0.002)
+    server.stream(TURN_2, usage=(100, 10))
+    session = session_for(server, tmp_path, name="openai/gpt-4o-mini")
+    result = await session.run("set x")
+    assert (result.status, result.answer) == ("ok", "x is 42")
+    first = server.requests[0]
+    assert first.disconnected and not first.completed  # closed at </action>
+    system = first.body["messages"][0]
+    assert system["role"] == "system" and "<thought>" in system["content"]
+    second = server.requests[1].body["messages"]
+    assert second[-2] == {"role": "assistant", "content": TURN_1}  # cut at </action>
+    assert second[-1]["role"] == "user" and '<action_result id="s1"' in second[-1]["content"]
+    assert result.usage.turns == 2
+    assert result.usage.prompt_tokens > 100  # the estimate of the cut turn + 100
+    assert result.usage.cost is not None and result.usage.cost > 0
+
+
+async def test_a_broken_stream_leaves_no_half_turn(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.stream("<thought>this will be cut off", chunk_size=4, cut_after=3)
+    session = session_for(server, tmp_path)
+    result = await session.run("hello")
+    assert result.status == "error"
+    assert "discarded" in result.message
+    assert not any("this will" in str(m.get("content")) for m in session.history())
+    server.stream(TURN_2.replace("$x", "fine"))
+    again = await session.run("again")
+    assert again.answer == "x is fine"
+    sent = server.requests[-1].body["messages"]
+    assert not any("<thought>this" in str(m.get("content")) for m in sent)
+
+
+async def test_retries_exhausted_end_the_run_with_the_mapped_message(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.error(503, times=3)
+    result = await session_for(server, tmp_path, num_retries=2).run("hello")
+    assert result.status == "error"
+    assert "ProviderDown" in result.message and "num_retries" in result.message
+    assert len(server.requests) == 3
+
+
+async def test_build_session_uses_the_environment(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_BASE", server.api_base)
+    server.stream(TURN_2.replace("$x", "ok"))
+    session = build_session("openai/gpt-4o-mini", transcript_dir=tmp_path)
+    result = await session.run("hi")
+    assert result.answer == "x is ok"
+    assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert "cortex protocol v" in server.requests[0].body["messages"][0]["content"]
+
+
+async def test_the_key_never_leaks(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_BASE", server.api_base)
+    server.stream(TURN_1).stream(TURN_2)
+    server.error(401, message=f"Incorrect API key provided: {SECRET}")
+    session = build_session("openai/gpt-4o-mini", transcript_dir=tmp_path)
+    events: list[str] = []
+    ok = await session.run("set x", on_event=lambda e: events.append(e.to_json()))
+    failed = await session.run("again", on_event=lambda e: events.append(e.to_json()))
+    assert ok.status == "ok" and failed.status == "error"
+    assert "OPENAI_API_KEY" in failed.message
+    assert SECRET not in failed.message
+    assert not [e for e in events if SECRET in e]
+    transcripts = _read_all(tmp_path)
+    assert transcripts
+    for text in transcripts:
+        assert SECRET not in text
+    for record in server.requests:
+        assert SECRET not in json.dumps(record.body)  # the prompt as the provider saw it
+    assert SECRET not in repr(session.model)
+
+
+async def test_native_tool_calls_run_and_answer_with_tool_messages(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    server.tool_calls(
+        [("call_1", "add", '{"a": 2, "b": 3}'), ("call_2", "add", '{"a": 1, "b": 1}')]
+    )
+    server.stream("The sums are 5 and 2.")
+    session = Session(
+        make_model(server),
+        tools=tools,
+        prompt=ProtocolPrompt(),
+        transcript_dir=tmp_path,
+        protocol="tools",
+    )
+    result = await session.run("add things")
+    assert result.status == "ok", result.message
+    assert "5 and 2" in result.answer
+    first = server.requests[0].body
+    assert first["tools"][0]["function"]["name"] == "add"
+    assert "<thought>" not in first["messages"][0]["content"]  # the tools prompt
+    sent = server.requests[1].body["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
+    answers = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert answers == {"call_1": "5", "call_2": "2"}

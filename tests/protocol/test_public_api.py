@@ -1,0 +1,93 @@
+"""The package's public names, and the fast event constructors' faithfulness."""
+
+from __future__ import annotations
+
+import pickle
+
+import cortex_kernel.protocol as protocol
+from cortex_kernel.protocol import (
+    Action,
+    ActionMode,
+    ActionOpen,
+    ActionParsed,
+    ActionType,
+    Parser,
+    ResponseDelta,
+    Text,
+    ThoughtDelta,
+    ThoughtStart,
+    parse_parser_event,
+)
+from cortex_kernel.protocol._fast import constructor, text_event_maker
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    public = {name for name in dir(protocol) if not name.startswith("_")}
+    modules = {"events", "models", "parser", "references", "annotations"}
+    assert set(protocol.__all__) == public - modules
+    assert len(set(protocol.__all__)) == len(protocol.__all__)
+    for name in protocol.__all__:
+        assert getattr(protocol, name) is not None
+
+
+def test_parser_needs_no_arguments() -> None:
+    assert Parser().feed("x")[0].type == "text"
+
+
+def test_fast_text_events_equal_validated_ones() -> None:
+    for cls in (Text, ThoughtDelta, ResponseDelta):
+        fast = text_event_maker(cls)((3, 7), "abcd")
+        slow = cls(span=(3, 7), text="abcd")
+        assert type(fast) is cls
+        assert fast == slow
+        assert fast.to_json() == slow.to_json()
+        assert fast.model_fields_set == slow.model_fields_set
+        assert parse_parser_event(fast.to_json()) == slow
+        copied = fast.model_copy(update={"t": 1.5, "turn": 2})
+        assert (copied.t, copied.turn, fast.t) == (1.5, 2, None)
+        assert "t" not in fast.model_fields_set  # the shared set was not touched
+        assert pickle.loads(pickle.dumps(fast)) == slow
+        assert repr(fast) == repr(slow)
+
+
+def test_fast_constructor_equals_validation() -> None:
+    action_fields = {
+        "id": "a1",
+        "type": ActionType.TOOL,
+        "mode": ActionMode.ASYNC,
+        "depends_on": ("x",),
+        "output_key": "k",
+        "timeout": 1.0,
+        "retries": 2,
+        "body": {"name": "n"},
+        "raw_body": '{"name": "n"}',
+        "in_thought": True,
+    }
+    fast_action = constructor(Action)(**action_fields)
+    assert fast_action == Action(**action_fields)
+    fast_parsed = constructor(ActionParsed)(span=(0, 5), action=fast_action)
+    assert fast_parsed == ActionParsed(span=(0, 5), action=Action(**action_fields))
+    assert parse_parser_event(fast_parsed.to_json()) == fast_parsed
+    opened = constructor(ActionOpen)(span=(0, 1), id="a1")
+    assert opened.attrs == {} and opened == ActionOpen(span=(0, 1), id="a1")
+    assert constructor(ActionOpen)(span=(0, 1), id="a2").attrs is not opened.attrs
+    assert constructor(ThoughtStart)(span=(0, 9)) == ThoughtStart(span=(0, 9))
+
+
+def test_events_from_the_parser_round_trip_through_json() -> None:
+    text = (
+        'hi <thought>x <action type="tool" id="q" depends_on="a,b">{"name": "n"}</action>'
+        '</thought><response final="false">r</response><context_feed id=f>{}</context_feed>'
+    )
+    parser = Parser()
+    for event in parser.feed(text) + parser.close():
+        assert parse_parser_event(event.to_json()) == event
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import cortex_kernel.protocol.parser as parser_module
+
+    result = doctest.testmod(parser_module)
+    assert result.attempted > 0 and result.failed == 0

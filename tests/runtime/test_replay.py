@@ -1,0 +1,183 @@
+"""The replay model (``replay:PATH[?tps=N]``) and headless runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cortex_kernel.exceptions import ConfigError, ReplayExhausted
+from cortex_kernel.headless import run_headless
+from cortex_kernel.llm.replay import ReplayModel, tokenize
+from cortex_kernel.runtime.model import CompletionRequest
+from cortex_kernel.runtime.session import Session
+
+pytestmark = pytest.mark.anyio
+
+REQUEST = CompletionRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+def write(path: Path, *records: dict[str, object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+async def collect(model: ReplayModel) -> list[str]:
+    async with model.stream(REQUEST) as completion:
+        return [chunk async for chunk in completion]
+
+
+def test_tokenize_is_lossless() -> None:
+    text = 'Hello, world! <action type="tool">{"a": 12345}</action>\n  end'
+    assert "".join(tokenize(text)) == text
+    assert len(tokenize(text)) > 10
+
+
+def test_from_spec() -> None:
+    model = ReplayModel.from_spec("replay:/dev/null?tps=50")
+    assert model.tps == 50 and model.path == Path("/dev/null")
+    with pytest.raises(ConfigError):
+        ReplayModel.from_spec("openai/gpt-4o")
+    with pytest.raises(ConfigError):
+        ReplayModel.from_spec("replay:/dev/null?tps=fast")
+
+
+async def test_turns_in_order_then_exhausted(tmp_path: Path) -> None:
+    model = ReplayModel(write(tmp_path / "t.jsonl", {"content": "one two"}, {"content": "three"}))
+    chunks = await collect(model)
+    assert "".join(chunks) == "one two"
+    assert "".join(await collect(model)) == "three"
+    with pytest.raises(ReplayExhausted, match="ran out of turns"):
+        await collect(model)
+
+
+async def test_tps_paces_the_stream(tmp_path: Path) -> None:
+    text = " word" * 50  # 50 tokens
+    model = ReplayModel(write(tmp_path / "t.jsonl", {"content": text}), tps=500)
+    started = time.monotonic()
+    chunks = await collect(model)
+    elapsed = time.monotonic() - started
+    assert "".join(chunks) == text and len(chunks) > 5
+    assert elapsed >= 0.09  # 50 tokens at 500/s ~ 0.1 s
+
+
+async def test_tool_calls_become_protocol(tmp_path: Path) -> None:
+    record = {
+        "content": "",
+        "tool_calls": [
+            {"id": "call_9", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+        ],
+    }
+    model = ReplayModel(write(tmp_path / "t.jsonl", record))
+    async with model.stream(REQUEST) as completion:
+        text = "".join([c async for c in completion])
+        assert completion.tool_calls[0].id == "call_9"
+    assert (
+        text == '<action type="tool" mode="sync" id="call_9">'
+        '{"name": "f", "parameters": {"x": 1}}</action>'
+    )
+
+
+async def test_recorded_transcript_replays_its_turns(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "turns.jsonl",
+        {
+            "content": '<action type="internal" mode="sync">{"name": "set_variable", '
+            '"parameters": {"name": "v", "value": 7}}</action> cut here'
+        },
+        {"content": "<response>v is $v</response>"},
+    )
+    first = Session(ReplayModel(source), transcript_dir=tmp_path / "tr")
+    result = await first.run("go")
+    assert result.answer == "v is 7" and result.transcript is not None
+    again = Session(ReplayModel(result.transcript), transcript_dir=tmp_path / "tr")
+    replayed = await again.run("go")
+    assert replayed.answer == "v is 7"
+    turns = [e for e in replayed.events if e.type == "turn_ended"]
+    assert [t.reason for t in turns] == ["sync_action", "stream_end"]
+    await first.aclose()
+    await again.aclose()
+
+
+async def test_exhausted_replay_ends_run_with_error(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "t.jsonl",
+        {"content": '<action type="internal" mode="sync">{"name": "list_variables"}</action>'},
+    )
+    s = Session(ReplayModel(source), transcript_dir=tmp_path)
+    result = await s.run("go")
+    assert result.status == "error" and "ran out of turns" in result.message
+    await s.aclose()
+
+
+def test_headless_run_prints_events_and_exit_codes(tmp_path: Path) -> None:
+    source = write(tmp_path / "t.jsonl", {"content": "<response>hello</response>"})
+    out = io.StringIO()
+    target = tmp_path / "copy.transcript.jsonl"
+    code = run_headless(
+        "hi", model=f"replay:{source}", transcript=str(target), out=out, transcript_dir=tmp_path
+    )
+    assert code == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[0]["type"] == "run_started" and lines[-1]["type"] == "run_finished"
+    assert lines[-1]["answer"] == "hello"
+    assert target.exists()
+    # a second run exhausts the replay: non-zero exit
+    empty = write(
+        tmp_path / "e.jsonl",
+        {"content": '<action type="internal" mode="sync">{"name": "list_variables"}</action>'},
+    )
+    assert (
+        run_headless("hi", model=f"replay:{empty}", out=io.StringIO(), transcript_dir=tmp_path) == 1
+    )
+    assert run_headless("hi", model="replay:", out=io.StringIO()) == 2
+
+
+def test_headless_waits_for_fire_and_forget(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "t.jsonl",
+        {
+            "content": '<action type="internal" mode="fire_and_forget">{"name": '
+            '"set_variable", "parameters": {"name": "z", "value": 1}}</action>'
+        },
+    )
+    out = io.StringIO()
+    assert run_headless("hi", model=f"replay:{source}", out=out, transcript_dir=tmp_path) == 0
+    assert '"action_succeeded"' in out.getvalue()
+
+
+def test_anyio_backend_is_asyncio(anyio_backend: str) -> None:
+    assert anyio_backend == "asyncio"
+    assert anyio.__name__ == "anyio"
+
+
+async def test_replayed_tool_calls_through_a_session(tmp_path: Path) -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    calls = [
+        {"id": "call_a", "type": "function", "function": {"name": "sq", "arguments": '{"n": 3}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "sq", "arguments": '{"n": 4}'}},
+    ]
+    source = write(
+        tmp_path / "t.jsonl",
+        {"content": "", "tool_calls": calls},
+        {"content": "<response>$call_a and $call_b</response>"},
+    )
+    tools = ToolRegistry()
+
+    @tools.register
+    def sq(n: int) -> int:
+        return n * n
+
+    s = Session(ReplayModel(source), tools=tools, transcript_dir=tmp_path, protocol="tools")
+    result = await s.run("go")
+    assert result.answer == "9 and 16"
+    history = s.history()
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert history[2] == {"role": "tool", "tool_call_id": "call_a", "content": "9"}
+    assert history[1]["content"] == ""  # the calls travel as tool_calls, not twice
+    await s.aclose()

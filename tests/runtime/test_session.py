@@ -1,0 +1,417 @@
+"""The agent loop through :class:`Session`: turns, modes, end conditions, faults, history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from cortex_kernel.exceptions import ProviderDown
+from cortex_kernel.runtime.events import parse_event
+from cortex_kernel.runtime.limits import Limits
+from cortex_kernel.runtime.model import ToolCall
+from cortex_kernel.runtime.session import Session
+from cortex_kernel.runtime.tools import ToolRegistry
+
+from .fakes import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+def tools() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.register
+    def add(a: int, b: int = 0) -> int:
+        """Add."""
+        return a + b
+
+    @registry.register
+    async def wait(seconds: float, value: Any = None) -> Any:
+        """Sleep."""
+        await anyio.sleep(seconds)
+        return value
+
+    @registry.register
+    def boom(message: str = "kaboom") -> None:
+        """Raise."""
+        raise ValueError(message)
+
+    return registry
+
+
+def session(model: ScriptedModel, tmp_path: Path, **kw: Any) -> Session:
+    return Session(model, tools=tools(), transcript_dir=tmp_path, **kw)
+
+
+def tool(name: str, mode: str = "async", extra: str = "", **params: Any) -> str:
+    body = json.dumps({"name": name, "parameters": params})
+    return f'<action type="tool" mode="{mode}" {extra}>{body}</action>'
+
+
+def types(result: Any) -> list[str]:
+    return [e.type for e in result.events]
+
+
+async def test_async_sync_and_final_response(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            "<thought>plan "
+            + tool("add", extra='output_key="x"', a=1, b=2)
+            + " still thinking</thought>"
+            + tool("add", mode="sync", extra='id="s"', a="$x", b=10)
+            + "this text is never read",
+            "<response>x=$x, s=$s</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    assert result.status == "ok"
+    assert result.answer == "x=3, s=13"
+    assert result.variables["x"] == 3 and s.variables["s"] == 13
+    assert "never read" not in "".join(model.read[-1:])
+    assert model.completions[0].closed
+    second_prompt = model.requests[1].messages[-1]["content"]
+    assert '<action_result id="a1" status="ok">3</action_result>' in second_prompt
+    assert '<action_result id="s" status="ok">13</action_result>' in second_prompt
+    history = s.history()
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history[1]["content"].endswith("</action>")
+    assert types(result)[0] == "run_started" and types(result)[-1] == "run_finished"
+    await s.aclose()
+
+
+async def test_transcript_records_events_and_model_turns(tmp_path: Path) -> None:
+    model = ScriptedModel(["<response>hi</response>"])
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    assert result.transcript is not None
+    lines = result.transcript.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert any(
+        r["type"] == "model_turn" and r["content"] == "<response>hi</response>" for r in records
+    )
+    events = [parse_event(line) for line in lines if '"model_turn"' not in line]
+    assert events[-1].type == "run_finished"
+    await s.aclose()
+
+
+async def test_raising_tool_is_reported_to_the_model(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool("boom", mode="sync", message="<b>bad</b>"),
+            "<response>sorry</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    assert result.status == "ok"
+    failed = [e for e in result.events if e.type == "action_failed"]
+    assert failed and "ValueError: <b>bad</b>" in failed[0].error
+    prompt = model.requests[1].messages[-1]["content"]
+    assert 'status="error">ValueError: &lt;b&gt;bad&lt;/b&gt;</action_result>' in prompt
+    await s.aclose()
+
+
+async def test_timeout_and_retry_through_the_loop(tmp_path: Path) -> None:
+    calls = {"n": 0}
+    model = ScriptedModel(
+        [
+            tool("wait", extra='timeout="0.05"', seconds=5)
+            + tool("flaky", extra='retries="2" output_key="f"'),
+            "<response>$f</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+
+    @s.tools.register
+    def flaky() -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("once")
+        return "recovered"
+
+    with anyio.fail_after(5):
+        result = await s.run("go")
+    assert result.answer == "recovered"
+    failed = [e for e in result.events if e.type == "action_failed"]
+    assert failed[0].error == "timed out after 0.05 s"
+    assert 'status="error">timed out after 0.05 s' in model.requests[1].messages[-1]["content"]
+    await s.aclose()
+
+
+async def test_cancelled_run(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            "<response>first</response>",
+            tool("wait", seconds=30)
+            + tool("wait", extra='depends_on="a1"', seconds=1)
+            + tool("wait", mode="sync", seconds=30),
+        ]
+    )
+    s = session(model, tmp_path)
+    await s.run("one", key="c1")
+    tasks_before = len(asyncio.all_tasks())
+    seen: list[Any] = []
+    started = time.monotonic()
+    with anyio.move_on_after(0.2) as scope:
+        await s.run("two", key="c2", on_event=seen.append)
+    assert scope.cancelled_caught
+    assert time.monotonic() - started < 1.2  # 0.2 s until the cancel, then < 1 s
+    assert len(asyncio.all_tasks()) == tasks_before  # no action task left running
+    kinds = [e.type for e in seen]
+    assert kinds[-1] == "run_finished" and seen[-1].status == "cancelled"
+    cancelled = {e.id for e in seen if e.type == "action_cancelled"}
+    assert cancelled == {"a1", "a2", "a3"}
+    # the complete turn is kept, nothing half-written
+    assert [m["role"] for m in s.history()] == ["user", "assistant", "user", "assistant"]
+    assert s.last_result is None or s.last_result.status == "ok"
+    await s.aclose()
+
+
+async def test_cancel_while_streaming_keeps_no_half_turn(tmp_path: Path) -> None:
+    model = ScriptedModel(["<thought>" + "x" * 400 + "</thought>"], chunk=4, delay=0.01)
+    s = session(model, tmp_path)
+    seen: list[Any] = []
+    with anyio.move_on_after(0.1):
+        await s.run("go", on_event=seen.append)
+    assert seen[-1].type == "run_finished" and seen[-1].status == "cancelled"
+    assert any(e.type == "turn_ended" and e.reason == "cancelled" for e in seen)
+    assert s.history() == []
+    await s.aclose()
+
+
+async def test_model_stream_raising_mid_turn(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [["<thought>a ", tool("wait", seconds=30), " more", ProviderDown("503 from provider")]]
+    )
+    s = session(model, tmp_path)
+    with anyio.fail_after(2):
+        result = await s.run("go")
+    assert result.status == "error"
+    assert "ProviderDown" in result.message and "503" in result.message
+    assert any(e.type == "action_cancelled" and e.id == "a1" for e in result.events)
+    assert any(e.type == "turn_ended" and e.reason == "error" for e in result.events)
+    assert s.history() == []
+    await s.aclose()
+
+
+async def test_no_action_no_response_ends_with_text(tmp_path: Path) -> None:
+    s = session(ScriptedModel(["just some text"]), tmp_path)
+    result = await s.run("go")
+    assert (result.status, result.answer) == ("ok", "just some text")
+    await s.aclose()
+
+
+async def test_max_turns(tmp_path: Path) -> None:
+    model = ScriptedModel([tool("add", mode="sync", a=1)] * 5)
+    s = session(model, tmp_path, limits=Limits(max_turns=3))
+    result = await s.run("go")
+    assert result.status == "limit" and "max_turns" in result.message
+    assert len(model.requests) == 3
+    await s.aclose()
+
+
+async def test_max_actions(tmp_path: Path) -> None:
+    model = ScriptedModel(["".join(tool("add", a=i) for i in range(5))])
+    s = session(model, tmp_path, limits=Limits(max_actions=3))
+    result = await s.run("go")
+    assert result.status == "limit" and "max_actions" in result.message
+    assert sum(e.type == "action_queued" for e in result.events) == 3
+    await s.aclose()
+
+
+async def test_wall_time(tmp_path: Path) -> None:
+    model = ScriptedModel([tool("wait", mode="sync", seconds=10)])
+    s = session(model, tmp_path, limits=Limits(wall_time=0.1))
+    with anyio.fail_after(2):
+        result = await s.run("go")
+    assert result.status == "limit" and "wall time" in result.message
+    assert any(e.type == "action_cancelled" for e in result.events)
+    await s.aclose()
+
+
+async def test_token_and_cost_limits(tmp_path: Path) -> None:
+    for limits, word in ((Limits(max_tokens=10), "token"), (Limits(max_cost=0.005), "cost")):
+        model = ScriptedModel([tool("add", a=1)] * 3)
+        s = session(model, tmp_path, limits=limits)
+        result = await s.run("go")
+        assert result.status == "limit" and word in result.message
+        await s.aclose()
+
+
+async def test_key_replaces_history_in_place(tmp_path: Path) -> None:
+    model = ScriptedModel(["one", "two", "one again"])
+    s = session(model, tmp_path)
+    await s.run("m1", key="cell1")
+    await s.run("m2", key="cell2")
+    await s.run("m1b", key="cell1")
+    contents = [m["content"] for m in s.history()]
+    assert contents == ["m1b", "one again", "m2", "two"]
+    # the re-run's prompt does not contain the run it replaces
+    assert "m1" not in [m["content"] for m in model.requests[2].messages]
+    s.reset()
+    assert s.history() == []
+    await s.aclose()
+
+
+async def test_namespace_write_and_fallback(tmp_path: Path) -> None:
+    ns: dict[str, Any] = {"base": 40}
+    model = ScriptedModel([tool("add", extra='output_key="total"', a="$base", b=2)])
+    s = session(model, tmp_path, namespace=ns)
+    result = await s.run("go")
+    assert ns["total"] == 42 and result.variables["total"] == 42
+    assert any(e.type == "variable_bound" and e.name == "total" for e in result.events)
+    await s.aclose()
+
+
+async def test_on_event_errors_do_not_break_the_run(tmp_path: Path) -> None:
+    def bad(event: Any) -> None:
+        raise RuntimeError("view bug")
+
+    s = session(ScriptedModel(["<response>fine</response>"]), tmp_path)
+    result = await s.run("go", on_event=bad)
+    assert result.answer == "fine"
+    await s.aclose()
+
+
+async def test_fire_and_forget_outlives_the_run_and_is_not_reported(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool("wait", mode="fire_and_forget", extra='output_key="late"', seconds=0.2, value=1)
+            + tool("add", mode="sync", a=1),
+            "<response>done</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    seen: list[Any] = []
+    result = await s.run("go", on_event=seen.append)
+    assert result.status == "ok"
+    assert "a1" not in model.requests[1].messages[-1]["content"]
+    assert "late" not in s.variables
+    assert await s.drain(2)
+    assert s.variables["late"] == 1
+    assert any(e.type == "action_succeeded" and e.id == "a1" for e in seen)
+    await s.aclose()
+
+
+async def test_aclose_cancels_background_work(tmp_path: Path) -> None:
+    model = ScriptedModel([tool("wait", mode="fire_and_forget", seconds=30)])
+    s = session(model, tmp_path)
+    seen: list[Any] = []
+    await s.run("go", on_event=seen.append)
+    with anyio.fail_after(1):
+        await s.aclose()
+    assert any(e.type == "action_cancelled" and e.id == "a1" for e in seen)
+
+
+async def test_unavailable_types_and_unknown_tools_are_action_errors(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            '<action type="agent" mode="async">{"name": "helper", "message": "hi"}</action>'
+            + tool("nope")
+            + tool("add", extra='depends_on="a1"', a=1),
+            "<response>ok</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    errors = [e for e in result.events if e.type == "action_error"]
+    assert "no manifest defines agents" in errors[0].message
+    assert "unknown tool 'nope'" in errors[1].message
+    prompt = model.requests[1].messages[-1]["content"]
+    assert 'id="a1" status="error"' in prompt and 'id="a3" status="skipped"' in prompt
+    await s.aclose()
+
+
+async def test_long_results_are_truncated_with_a_note(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [tool("wait", mode="sync", extra='output_key="big"', seconds=0, value="y" * 500), "end"]
+    )
+    s = session(model, tmp_path, limits=Limits(result_chars=100))
+    await s.run("go")
+    prompt = model.requests[1].messages[-1]["content"]
+    assert "y" * 100 + "\n[truncated: 400 more characters" in prompt and "$big" in prompt
+    assert len(s.variables["big"]) == 500
+    await s.aclose()
+
+
+async def test_tool_calls_are_answered_with_tool_messages(tmp_path: Path) -> None:
+    calls = [ToolCall(id="call_1", name="add", arguments='{"a": 2}')]
+    model = ScriptedModel(
+        [
+            '<action type="tool" mode="sync" id="call_1">'
+            '{"name":"add","parameters":{"a":2}}</action>',
+            "<response>two</response>",
+        ],
+        tool_calls={0: calls},
+    )
+    s = session(model, tmp_path, protocol="tools")
+    result = await s.run("go")
+    assert result.answer == "two"
+    messages = model.requests[1].messages
+    assert messages[-2]["tool_calls"][0]["id"] == "call_1"
+    assert messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "2"}
+    assert model.requests[0].tools and model.requests[0].tools[0]["function"]["name"] == "add"
+    await s.aclose()
+
+
+async def test_llm_action_uses_the_session_model(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            '<action type="llm" mode="sync" output_key="sub">{"prompt": "summarise"}</action>',
+            "a summary",
+            "<response>$sub!</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    assert result.answer == "a summary!"
+    assert model.requests[1].messages == [{"role": "user", "content": "summarise"}]
+    await s.aclose()
+
+
+async def test_internal_actions_and_permissions(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            '<action type="internal" mode="sync">{"name": "set_variable", '
+            '"parameters": {"name": "k", "value": [1, 2]}}</action>',
+            '<action type="internal" mode="sync">{"name": "delete_variable", '
+            '"parameters": {"name": "k"}}</action>',
+            "<response>done</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    s.allowed_internal = frozenset({"set_variable"})
+    result = await s.run("go")
+    assert result.variables["k"] == [1, 2]
+    errors = [e for e in result.events if e.type == "action_error"]
+    assert "not allowed" in errors[0].message
+    await s.aclose()
+
+
+async def test_non_final_response_goes_on(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            '<response final="false">working…</response>' + tool("add", a=1),
+            "<response>finished</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    assert result.answer == "finished" and len(model.requests) == 2
+    await s.aclose()
+
+
+async def test_missing_dependency_is_skipped_at_end_of_turn(tmp_path: Path) -> None:
+    model = ScriptedModel([tool("add", extra='depends_on="ghost"', a=1), "<response>x</response>"])
+    s = session(model, tmp_path)
+    result = await s.run("go")
+    skipped = [e for e in result.events if e.type == "action_skipped"]
+    assert "'ghost' never appeared" in skipped[0].reason
+    await s.aclose()

@@ -1,0 +1,59 @@
+"""The parser benchmark runs (quick mode) and reports its figures.
+
+No wall-clock threshold is asserted: speed is read from the report, not
+enforced by the test suite.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_parser.py"
+
+
+def _load() -> Any:
+    spec = importlib.util.spec_from_file_location("cortex_bench_parser_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_parser_bench_reports_every_figure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
+    result = _load().main()
+    assert result["document_chars"] >= 90_000
+    assert result["actions"] > 0
+    assert set(result["chunks"]) == {"4", "16", "256"}
+    for figures in result["chunks"].values():
+        assert figures["ours_mb_s"] > 0
+        assert figures["stdlib_mb_s"] > 0
+        assert figures["ratio"] > 0
+        assert isinstance(figures["meets_goal"], bool)
+    latency = result["dispatch_latency_us"]
+    assert latency["samples"] > 0
+    assert 0 <= latency["p50"] <= latency["p99"]
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_bench_document_is_well_formed_xml_and_parses_cleanly() -> None:
+    import xml.etree.ElementTree as ET
+
+    from cortex_kernel.protocol import Parser
+
+    bench = _load()
+    document = bench.build_document(20_000)
+    ET.fromstring(f"<root>{document}</root>")
+    parser = Parser()
+    events = parser.feed(document) + parser.close()
+    types = {e.type for e in events}
+    assert {"action_parsed", "thought_delta", "response_delta"} <= types
+    assert "action_error" not in types and "warning" not in types
