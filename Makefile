@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install-kernel clean fuzz
+.PHONY: demo test lint bench install-kernel clean fuzz notebooks
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,11 +22,12 @@ demo: $(STAMP) install-kernel
 	$(BIN)/python -m cortex_kernel demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check cortex_kernel tests benchmarks
-	$(BIN)/ruff format --check cortex_kernel tests benchmarks
+	$(BIN)/ruff check cortex_kernel tests benchmarks scripts
+	$(BIN)/ruff format --check cortex_kernel tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint install-kernel
+	sh scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
@@ -37,3 +38,9 @@ fuzz: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache
+
+# Regenerate the example notebooks from scripts/make_notebooks.py and store
+# their outputs (what nbval compares in `make test`).
+notebooks: $(STAMP) install-kernel
+	$(BIN)/python scripts/make_notebooks.py
+	cd notebooks && for nb in *.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done

@@ -1,3 +1,36 @@
-"""cortex-kernel: a Jupyter kernel for an LLM agent that acts while it thinks."""
+"""cortex-kernel: a Jupyter kernel for an LLM agent that acts while it thinks.
+
+``%load_ext cortex_kernel`` in any IPython kernel enables ``%%agent`` cells;
+the extension hooks import the Jupyter layer only when called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["__version__", "load_ipython_extension", "tool", "unload_ipython_extension"]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # `from cortex_kernel import tool` without importing the runtime at `import cortex_kernel`.
+    if name == "tool":
+        from .runtime.tools import tool
+
+        return tool
+    raise AttributeError(f"module 'cortex_kernel' has no attribute {name!r}")
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext cortex_kernel``: enable ``%%agent`` and the Cortex line magics."""
+    from .jupyter.magics import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """``%unload_ext cortex_kernel``."""
+    from .jupyter.magics import unload_ipython_extension as unload
+
+    unload(shell)

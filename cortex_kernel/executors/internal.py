@@ -60,7 +60,9 @@ class InternalExecutor(Executor):
             )
             if event is not None:
                 context.emit(event)
-            return f"${var} set"
+            # The result is the value itself, so an output_key (even the same
+            # name) or `$<action id>` reads what was set.
+            return params.get("value")
         if name == "delete_variable":
             var = str(params["name"])
             if not context.variables.delete(var):

@@ -13,15 +13,19 @@ correct a failed action and resend it under the same id.
 
 from __future__ import annotations
 
+import json
+import json.scanner
 import math
+import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._attributes import split_ids
-from ._fast import constructor
+from ._fast import build, constructor
 from ._jsonrepair import loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 
-__all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed"]
+__all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed", "fast_action"]
 
 _TYPES = ", ".join(t.value for t in ActionType)
 _MODES = ", ".join(m.value for m in ActionMode)
@@ -31,6 +35,14 @@ _TYPE_BY_VALUE = {t.value: t for t in ActionType}
 _MODE_BY_VALUE = {m.value: m for m in ActionMode}
 # Every field of an Action is checked here, so it is built without validation.
 _new_action = constructor(Action)
+_ACTION_FIELDS = set(Action.model_fields)
+_SYNC = ActionMode.SYNC
+# json.loads without its Python layers: the C scanner of a default decoder
+# (strict, plain dicts) and json's own definition of whitespace.
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]  # typeshed: the class, in truth its instance
+)
+_json_space = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE
 
 
 class BuiltAction(NamedTuple):
@@ -233,6 +245,71 @@ def build_action(
     except _Invalid as exc:
         return BuiltAction(None, str(exc), action_id, tuple(warnings))
     return BuiltAction(action, None, action_id, tuple(warnings))
+
+
+def fast_action(
+    attrs: dict[str, str],
+    raw_body: str,
+    open_id: str,
+    in_thought: bool,
+    ids: IdAllocator,
+) -> Action | None:
+    """:func:`build_action` for the common case, or ``None`` to ask it.
+
+    The common case: a known type, strict JSON without escapes (so nothing
+    to repair or replace) decoding to an object without control fields, and
+    attributes that need no normalising. Everything else returns ``None``
+    before any side effect (the id is claimed last; a duplicate returns
+    ``None`` too, and :func:`build_action` then reports it), so the caller
+    falls back to :func:`build_action`, which decides exactly as before.
+    """
+    get = attrs.get
+    action_type = _TYPE_BY_VALUE.get(get("type", ""))
+    if action_type is None or "\\" in raw_body or "timeout" in attrs or "retries" in attrs:
+        return None
+    try:
+        try:
+            body, end = _scan_json(raw_body, 0)
+        except StopIteration:  # leading whitespace (or not JSON at all)
+            body, end = _scan_json(raw_body, _json_space(raw_body, 0).end())  # type: ignore[union-attr]  # `*` matches
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if type(body) is not dict or not _CONTROL_SET.isdisjoint(body):
+        return None
+    if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
+        return None
+    value = get("mode")
+    if value is None:
+        mode = _SYNC
+    else:
+        found = _MODE_BY_VALUE.get(value)
+        if found is None:
+            return None
+        mode = found
+    output_key = get("output_key")
+    if output_key is not None and not output_key.isidentifier():
+        return None
+    value = get("depends_on")
+    depends_on = split_ids(value) if value else ()
+    value = get("id")
+    if value is not None and (value == open_id or value.strip()) and not ids.claim(open_id):
+        return None
+    return build(
+        Action,
+        {
+            "id": open_id,
+            "type": action_type,
+            "mode": mode,
+            "depends_on": depends_on,
+            "output_key": output_key,
+            "timeout": None,
+            "retries": 0,
+            "body": body,
+            "raw_body": raw_body,
+            "in_thought": in_thought,
+        },
+        _ACTION_FIELDS,
+    )
 
 
 def build_feed(attrs: dict[str, str], raw_body: str) -> BuiltFeed:

@@ -17,7 +17,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["constructor", "text_event_maker"]
+__all__ = [
+    "build",
+    "constructor",
+    "new",
+    "set_dict",
+    "set_extra",
+    "set_fields_set",
+    "set_private",
+    "text_event_maker",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -81,3 +90,27 @@ def text_event_maker(cls: type[M]) -> Callable[[tuple[int, int], str], M]:
         return model
 
     return make
+
+
+# The four slot setters of a model, for constructors inlined in hot loops:
+# ``m = new(cls); set_dict(m, data); set_fields_set(m, names);
+# set_extra(m, None); set_private(m, None)``.
+new = _new
+set_dict = _SLOTS["__dict__"].__set__
+set_fields_set = _set_fields_set
+set_extra = _set_extra
+set_private = _set_private
+
+
+def build(cls: type[M], data: dict[str, Any], fields_set: set[str]) -> M:
+    """A model of ``cls`` whose ``__dict__`` is ``data`` (every field, checked).
+
+    ``fields_set`` may be shared between models: pydantic copies it before
+    it changes it (``model_copy``), and frozen models never change it.
+    """
+    model = _new(cls)
+    set_dict(model, data)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model

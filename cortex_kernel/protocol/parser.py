@@ -70,13 +70,11 @@ in the body, ``action_open`` announced the generated id and a ``warning``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from functools import partial
 from typing import Any, Final
 
-from ._actions import build_action, build_feed
+from ._actions import build_action, build_feed, fast_action
 from ._attributes import parse_attributes
-from ._fast import constructor, text_event_maker
+from ._fast import build, constructor, new, set_dict, set_extra, set_fields_set, set_private
 from ._scanner import MAX_ATTRS, BodyScanner, Tag, could_become_tag, tag_pattern
 from .events import (
     ActionErrorEvent,
@@ -98,58 +96,95 @@ from .models import IdAllocator
 __all__ = ["Parser"]
 
 _TextEvent = Text | ThoughtDelta | ResponseDelta
-_MakeText = Callable[[tuple[int, int], str], _TextEvent]
 
 
 class _State:
     """A state of the parser (a sentinel, compared by identity).
 
     ``opens``/``closes`` are the tags it recognises (``tag_re`` finds them),
-    ``make_text`` builds the event for its text (``None`` in the body states).
+    ``text_cls`` the event of its text (``None`` in the body states, whose
+    ``close_tag`` is the usual spelling of their closing tag).
     """
 
-    __slots__ = ("closes", "make_text", "name", "opens", "tag_re")
+    __slots__ = (
+        "close_tag",
+        "closes",
+        "held_open_re",
+        "name",
+        "opens",
+        "prefixes",
+        "tag_re",
+        "text_cls",
+        "text_data",
+        "text_type",
+    )
 
     def __init__(
         self,
         name: str,
         opens: tuple[str, ...] = (),
         closes: tuple[str, ...] = (),
-        make_text: _MakeText | None = None,
+        text_cls: type[_TextEvent] | None = None,
+        close_tag: str = "",
     ) -> None:
         self.name = name
         self.opens = frozenset(opens)
         self.closes = frozenset(closes)
-        self.make_text = make_text
+        self.text_cls = text_cls
+        self.text_type: str = text_cls.model_fields["type"].default if text_cls else ""
+        # The __dict__ of a text event, in field order, to copy and fill in.
+        self.text_data: dict[str, Any] = {
+            "type": self.text_type,
+            "span": None,
+            "t": None,
+            "turn": None,
+            "text": None,
+        }
+        self.close_tag = close_tag
         self.tag_re = tag_pattern(self.opens, self.closes)
+        # The buffer ends that could_become_tag holds because they end inside
+        # (or right after) the name of a known tag: `<`, `<ac`, `</thought`…
+        prefixes = {"<"} if opens or closes else set()
+        for known in opens:
+            prefixes.update("<" + known[:m] for m in range(len(known) + 1))
+        for known in closes:
+            prefixes.update("</" + known[:m] for m in range(len(known) + 1))
+        self.prefixes = frozenset(prefixes)
+        # The buffer ends that could_become_tag holds as an opening tag that
+        # has its name and part of its attributes (names matched ASCII-only,
+        # as it does): `<action type="to`.
+        names = "|".join("".join(f"[{c.upper()}{c}]" for c in known) for known in sorted(opens))
+        self.held_open_re = re.compile(rf"<(?:{names or '(?!)'})[\s/][^<>]{{0,{MAX_ATTRS - 1}}}\Z")
 
     def __repr__(self) -> str:
         return f"<state {self.name}>"
 
 
-OUTSIDE: Final = _State(
-    "OUTSIDE", ("thought", "action", "response", "context_feed"), (), text_event_maker(Text)
-)
-THOUGHT: Final = _State(
-    "THOUGHT", ("action", "context_feed"), ("thought",), text_event_maker(ThoughtDelta)
-)
-RESPONSE: Final = _State("RESPONSE", (), ("response",), text_event_maker(ResponseDelta))
-ACTION: Final = _State("ACTION")
-FEED: Final = _State("FEED")
+OUTSIDE: Final = _State("OUTSIDE", ("thought", "action", "response", "context_feed"), (), Text)
+THOUGHT: Final = _State("THOUGHT", ("action", "context_feed"), ("thought",), ThoughtDelta)
+RESPONSE: Final = _State("RESPONSE", (), ("response",), ResponseDelta)
+ACTION: Final = _State("ACTION", close_tag="</action>")
+FEED: Final = _State("FEED", close_tag="</context_feed>")
 
 _OPEN_TAG_PREFIX_RE: Final = re.compile(r"<[A-Za-z_]+[\s/]")
-_ACTION_SCANNER: Final = partial(BodyScanner, "action")
-_FEED_SCANNER: Final = partial(BodyScanner, "context_feed")
+# The attributes of most tags, read in one go (else parse_attributes).
+_SIMPLE_ATTRS_RE: Final = re.compile(r'(?:\s+[a-z_]+="[^"]*")*\s*')
+_SIMPLE_PAIR_RE: Final = re.compile(r'([a-z_]+)="([^"]*)"')
 _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 
-# Hot-path events are built from values checked here, without validation.
+# Hot-path events are built from values checked here, without validation
+# (see ._fast); the field sets are shared, as pydantic copies before writing.
+_TEXT_FIELDS: Final = {"span", "text"}
+_SPAN_FIELDS: Final = {"span"}
+_FINAL_FIELDS: Final = {"span", "final"}
+_OPEN_FIELDS: Final = {"span", "id", "attrs", "in_thought"}
+_PARSED_FIELDS: Final = {"span", "action"}
 _thought_start = constructor(ThoughtStart)
 _thought_end = constructor(ThoughtEnd)
 _response_start = constructor(ResponseStart)
 _response_end = constructor(ResponseEnd)
 _action_open = constructor(ActionOpen)
-_action_parsed = constructor(ActionParsed)
 _context_feed = constructor(ContextFeed)
 
 
@@ -173,6 +208,28 @@ class Parser:
     ['thought_end']
     """
 
+    __slots__ = (
+        "_attrs",
+        "_base",
+        "_body_start",
+        "_buf",
+        "_checked",
+        "_elem_start",
+        "_final",
+        "_held_open_tag",
+        "_hot",
+        "_ids",
+        "_open_id",
+        "_parent",
+        "_parts",
+        "_pending",
+        "_pending_size",
+        "_scanner",
+        "_state",
+        "_text_cls",
+        "_text_data",
+    )
+
     def __init__(self, ids: IdAllocator | None = None) -> None:
         self._ids = ids if ids is not None else IdAllocator()
         self._buf = ""  # input received but not yet accounted for by an event
@@ -183,12 +240,18 @@ class Parser:
         self._held_open_tag = False  # self._buf is `<name ` + attributes, no `>` yet
         self._base = 0  # stream offset of self._buf[0]
         self._state = OUTSIDE
-        self._fast: _MakeText | None = OUTSIDE.make_text
+        # The text event of the state (None in a body): the hot path of feed.
+        self._text_cls: type[_TextEvent] | None = Text
+        self._hot: type[_TextEvent] | None = Text  # _text_cls, when self._buf is empty
+        self._text_data = OUTSIDE.text_data
         self._final = True  # of the open response
-        # The open action or feed.
+        # The open action or feed. Until its body shows a `</`, self._buf
+        # holds the whole body, unscanned (self._scanner is None), and
+        # self._checked of its characters are known to hold no `</`.
         self._parent = OUTSIDE
-        self._scanner = BodyScanner("action")
-        self._parts: list[str] = []
+        self._scanner: BodyScanner | None = None
+        self._checked = 0
+        self._parts: list[str] = []  # body already scanned by self._scanner
         self._elem_start = 0  # stream offset of the opening tag
         self._body_start = 0  # stream offset of the body
         self._attrs: dict[str, str] = {}
@@ -209,19 +272,35 @@ class Parser:
         list of ParserEvent
             The events this chunk completes, in stream order. Never raises.
         """
-        fast = self._fast
-        if fast is not None:
-            if not self._buf:
-                if "<" not in text:
-                    # The hot path: plain text in a text state.
-                    if not text:
+        cls = self._hot
+        if cls is not None and "<" not in text:
+            # The hot path: plain text in a text state with nothing held, one
+            # event built in place (see ._fast).
+            if not text:
+                return []
+            start = self._base
+            end = self._base = start + len(text)
+            data = self._text_data.copy()
+            data["span"] = (start, end)
+            data["text"] = text
+            event = new(cls)
+            set_dict(event, data)
+            set_fields_set(event, _TEXT_FIELDS)
+            set_extra(event, None)
+            set_private(event, None)
+            return [event]
+        if self._text_cls is not None:
+            if not self._buf:  # a `<` to look at
+                pass
+            elif not self._held_open_tag:
+                # self._buf is a held `<` + part of a name: still one?
+                if "<" not in text and ">" not in text:
+                    held = self._buf + text
+                    if held.isascii() and held.lower() in self._state.prefixes:
+                        self._buf = held
                         return []
-                    start = self._base
-                    end = self._base = start + len(text)
-                    return [fast((start, end), text)]
             elif (
-                self._held_open_tag
-                and "<" not in text
+                "<" not in text
                 and ">" not in text
                 and len(self._buf) + self._pending_size + len(text) < MAX_ATTRS
             ):
@@ -231,16 +310,19 @@ class Parser:
                 self._pending_size += len(text)
                 return []
             self._held_open_tag = False
-            self._take_pending(text)
         elif ">" not in text:
             # In a body, only a chunk with a `>` can complete the closing tag:
             # keep the others unscanned until one arrives (or the stream ends).
             self._pending.append(text)
             return []
-        else:
-            self._take_pending(text)
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        self._buf += text
         events: list[ParserEvent] = []
-        self._run(events, final=False)
+        self._run(events, False)
         return events
 
     def close(self) -> list[ParserEvent]:
@@ -255,7 +337,11 @@ class Parser:
             parser may be fed again afterwards, as a new top-level stream
             whose offsets continue.
         """
-        self._take_pending("")
+        if self._pending:
+            self._buf += "".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        self._held_open_tag = False
         events: list[ParserEvent] = []
         self._run(events, final=True)
         state = self._state
@@ -272,35 +358,79 @@ class Parser:
 
     # -- the state machine ----------------------------------------------------
 
-    def _take_pending(self, text: str) -> None:
-        if self._pending:
-            self._pending.append(text)
-            text = "".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
-        self._buf += text
-
     def _enter(self, state: _State) -> None:
         self._state = state
-        self._fast = state.make_text
+        self._text_cls = state.text_cls
+        self._text_data = state.text_data
+        self._hot = None if self._buf else state.text_cls
 
     def _run(self, events: list[ParserEvent], final: bool) -> None:
         """Account for as much of ``self._buf`` as can be decided now.
 
         One loop over the buffer with a cursor ``i`` (``buf[:i]`` is
         accounted for), so that a chunk holding many tags is not sliced once
-        per tag; the buffer is cut once, at the end.
+        per tag; the buffer is cut once, at the end. The common tags and
+        events are handled inline; the rest by the methods below.
         """
         buf = self._buf
         base = self._base
         n = len(buf)
         i = 0
-        rfind = buf.rfind
+        append = events.append
+        state = self._state
         while i < n:
-            state = self._state
-            make_text = state.make_text
-            if make_text is None:  # in a body
-                found, index = self._scanner.scan(buf, i, final)
+            cls = state.text_cls
+            if cls is None:  # in a body
+                scanner = self._scanner
+                if scanner is None:
+                    # Not a `</` in the body yet: look for the first one, and
+                    # when it is the usual closing tag with only plain JSON
+                    # before it (no `'`, no escape, quotes paired), that is
+                    # the end the scanner would find.
+                    lt = buf.find("</", i + self._checked)
+                    if lt < 0:
+                        self._checked = max(0, n - i - 1)
+                        break
+                    close_tag = state.close_tag
+                    if buf.startswith(close_tag, lt):
+                        body = buf[i:lt]
+                        if "'" not in body and "\\" not in body and not body.count('"') & 1:
+                            i = lt + len(close_tag)
+                            if state is ACTION:
+                                span = (self._body_start, base + i)
+                                action = fast_action(
+                                    self._attrs,
+                                    body,
+                                    self._open_id,
+                                    self._parent is THOUGHT,
+                                    self._ids,
+                                )
+                                if action is None:
+                                    self._finish_action(events, span, body)
+                                else:
+                                    append(
+                                        build(
+                                            ActionParsed,
+                                            {
+                                                "type": "action_parsed",
+                                                "span": span,
+                                                "t": None,
+                                                "turn": None,
+                                                "action": action,
+                                            },
+                                            _PARSED_FIELDS,
+                                        )
+                                    )
+                            else:
+                                self._finish_feed(
+                                    events, (self._elem_start, base + i), self._attrs, body
+                                )
+                            state = self._parent
+                            continue
+                    scanner = self._scanner = BodyScanner(
+                        "action" if state is ACTION else "context_feed"
+                    )
+                found, index = scanner.scan(buf, i, final)
                 if found is None:
                     if index > i:
                         self._parts.append(buf[i:index])
@@ -314,33 +444,163 @@ class Parser:
                     self._finish_action(events, (self._body_start, base + i), body)
                 else:
                     self._finish_feed(events, (self._elem_start, base + i), self._attrs, body)
-                self._enter(self._parent)
+                state = self._parent
                 continue
             whole = state.tag_re.search(buf, i)
             if whole is None:
                 # No complete tag: only the last `<` may still become one.
-                lt = rfind("<", i)
-                if lt < 0 or final or not could_become_tag(buf, lt, state.opens, state.closes):
-                    events.append(make_text((base + i, base + n), buf[i:] if i else buf))
-                    i = n
-                    break
+                lt = buf.rfind("<", i)
+                if lt < 0 or final:
+                    lt = n
+                elif state.held_open_re.match(buf, lt) is not None:
+                    self._held_open_tag = True
+                elif (tail := buf[lt:]).isascii() and tail.lower() in state.prefixes:
+                    self._held_open_tag = False
+                elif not could_become_tag(buf, lt, state.opens, state.closes):
+                    lt = n
+                else:
+                    self._held_open_tag = _OPEN_TAG_PREFIX_RE.match(buf, lt) is not None
                 if lt > i:
-                    events.append(make_text((base + i, base + lt), buf[i:lt]))
-                self._held_open_tag = _OPEN_TAG_PREFIX_RE.match(buf, lt) is not None
+                    data = state.text_data.copy()
+                    data["span"] = (base + i, base + lt)
+                    data["text"] = buf[i:lt] if i or lt < n else buf
+                    event = new(cls)
+                    set_dict(event, data)
+                    set_fields_set(event, _TEXT_FIELDS)
+                    set_extra(event, None)
+                    set_private(event, None)
+                    append(event)
                 i = lt
                 break
             lt = whole.start()
             if lt > i:
-                events.append(make_text((base + i, base + lt), buf[i:lt]))
+                data = state.text_data.copy()
+                data["span"] = (base + i, base + lt)
+                data["text"] = buf[i:lt]
+                event = new(cls)
+                set_dict(event, data)
+                set_fields_set(event, _TEXT_FIELDS)
+                set_extra(event, None)
+                set_private(event, None)
+                append(event)
             closing_name, open_name, attr_text = whole.groups()
-            if closing_name is not None:
-                tag = Tag(True, closing_name.lower(), "", whole.end())
-            else:
-                tag = Tag(False, open_name.lower(), attr_text, whole.end())
-            i = tag.end
-            self._handle_tag(tag, (base + lt, base + i), events)
-        self._buf = buf[i:] if i < n else ""
+            i = whole.end()
+            span = (base + lt, base + i)
+            if closing_name is not None:  # </thought> or </response>
+                if state is THOUGHT:
+                    append(
+                        build(
+                            ThoughtEnd,
+                            {
+                                "type": "thought_end",
+                                "span": span,
+                                "t": None,
+                                "turn": None,
+                                "truncated": False,
+                            },
+                            _SPAN_FIELDS,
+                        )
+                    )
+                else:
+                    append(
+                        build(
+                            ResponseEnd,
+                            {
+                                "type": "response_end",
+                                "span": span,
+                                "t": None,
+                                "turn": None,
+                                "final": self._final,
+                                "truncated": False,
+                            },
+                            _FINAL_FIELDS,
+                        )
+                    )
+                state = OUTSIDE
+                continue
+            name = open_name.lower()
+            if name == "thought" and not attr_text:
+                append(
+                    build(
+                        ThoughtStart,
+                        {"type": "thought_start", "span": span, "t": None, "turn": None},
+                        _SPAN_FIELDS,
+                    )
+                )
+                state = THOUGHT
+                continue
+            if name == "action" and _SIMPLE_ATTRS_RE.fullmatch(attr_text):
+                pairs = _SIMPLE_PAIR_RE.findall(attr_text)
+                attrs = dict(pairs)
+                if len(attrs) == len(pairs):  # no duplicate (the first would win)
+                    action_id = attrs.get("id", "").strip() or self._ids.new()
+                    append(
+                        build(
+                            ActionOpen,
+                            {
+                                "type": "action_open",
+                                "span": span,
+                                "t": None,
+                                "turn": None,
+                                "id": action_id,
+                                # A copy: the parser still reads its own attrs.
+                                "attrs": dict(pairs),
+                                "in_thought": state is THOUGHT,
+                            },
+                            _OPEN_FIELDS,
+                        )
+                    )
+                    self._parent = state
+                    self._scanner = None
+                    self._checked = 0
+                    self._elem_start = span[0]
+                    self._body_start = span[1]
+                    self._attrs = attrs
+                    self._open_id = action_id
+                    state = ACTION
+                    continue
+            elif name == "response" and _SIMPLE_ATTRS_RE.fullmatch(attr_text):
+                pairs = _SIMPLE_PAIR_RE.findall(attr_text)
+                attrs = dict(pairs)
+                if len(attrs) == len(pairs):
+                    word = attrs.get("final")
+                    if word is None:
+                        final: bool | None = True
+                    else:
+                        word = word.strip().lower()
+                        final = (
+                            False if word in _FALSE_WORDS else True if word in _TRUE_WORDS else None
+                        )
+                    if final is not None:  # else _handle_tag warns
+                        append(
+                            build(
+                                ResponseStart,
+                                {
+                                    "type": "response_start",
+                                    "span": span,
+                                    "t": None,
+                                    "turn": None,
+                                    "final": final,
+                                },
+                                _FINAL_FIELDS,
+                            )
+                        )
+                        self._final = final
+                        state = RESPONSE
+                        continue
+            self._state = state
+            self._handle_tag(Tag(False, name, attr_text, i), span, events)
+            state = self._state
         self._base = base + i
+        self._state = state
+        self._text_cls = state.text_cls
+        self._text_data = state.text_data
+        if i < n:
+            self._buf = buf[i:]
+            self._hot = None
+        else:
+            self._buf = ""
+            self._hot = state.text_cls
 
     def _handle_tag(self, tag: Tag, span: tuple[int, int], events: list[ParserEvent]) -> None:
         if tag.closing:
@@ -401,19 +661,36 @@ class Parser:
         self, state: _State, span: tuple[int, int], attrs: dict[str, str], open_id: str
     ) -> None:
         self._parent = self._state
-        self._scanner = _ACTION_SCANNER() if state is ACTION else _FEED_SCANNER()
-        self._parts = []
+        self._scanner = None
+        self._checked = 0
         self._elem_start, self._body_start = span
         self._attrs = attrs
         self._open_id = open_id
         self._enter(state)
 
     def _finish_action(self, events: list[ParserEvent], span: tuple[int, int], body: str) -> None:
+        in_thought = self._parent is THOUGHT
+        action = fast_action(self._attrs, body, self._open_id, in_thought, self._ids)
+        if action is not None:
+            events.append(
+                build(
+                    ActionParsed,
+                    {
+                        "type": "action_parsed",
+                        "span": span,
+                        "t": None,
+                        "turn": None,
+                        "action": action,
+                    },
+                    _PARSED_FIELDS,
+                )
+            )
+            return
         built = build_action(
             self._attrs,
             body,
             open_id=self._open_id,
-            in_thought=self._parent is THOUGHT,
+            in_thought=in_thought,
             ids=self._ids,
         )
         start = span[0]
@@ -422,7 +699,19 @@ class Parser:
                 Warning(span=(start, start), message=message, id=built.id, details=details)
             )
         if built.action is not None:
-            events.append(_action_parsed(span=span, action=built.action))
+            events.append(
+                build(
+                    ActionParsed,
+                    {
+                        "type": "action_parsed",
+                        "span": span,
+                        "t": None,
+                        "turn": None,
+                        "action": built.action,
+                    },
+                    _PARSED_FIELDS,
+                )
+            )
         else:
             events.append(
                 ActionErrorEvent(

@@ -58,8 +58,10 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        cost = None if self.cost is None and other.cost is None else (
-            (self.cost or 0.0) + (other.cost or 0.0)
+        cost = (
+            None
+            if self.cost is None and other.cost is None
+            else ((self.cost or 0.0) + (other.cost or 0.0))
         )
         return Usage(
             turns=self.turns + other.turns,

@@ -170,7 +170,7 @@ class Session:
     @property
     def variables(self) -> dict[str, Any]:
         """Every value bound by the runs of this session so far (output keys and action ids)."""
-        return self.variables_store.values
+        return self.variables_store.snapshot()
 
     async def run(
         self,

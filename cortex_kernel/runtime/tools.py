@@ -12,7 +12,7 @@ long-running sync tools should be async or subprocess-based.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,10 @@ from pydantic import TypeAdapter, ValidationError, create_model
 
 from ..exceptions import ToolError, UnknownActionError
 
-__all__ = ["Tool", "ToolRegistry"]
+__all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "tool"]
+
+#: Attribute set by :func:`tool` on a function: ``{"name": …, "description": …}``.
+TOOL_MARK = "__cortex_tool__"
 
 
 @dataclass
@@ -106,6 +109,40 @@ def _schema_for(function: Callable[..., Any], name: str) -> tuple[dict[str, Any]
     return schema, model
 
 
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Mark a notebook function as a tool the agent may call.
+
+    Use as ``@tool`` or ``@tool(name="…", description="…")``. The function is
+    returned unchanged (still callable from Python); the kernel registers
+    every marked function of the notebook namespace before each run, so a
+    re-defined function replaces the old tool and a deleted one disappears.
+    Its JSON schema comes from the type hints, its description from the
+    docstring.
+
+    Examples
+    --------
+    >>> @tool
+    ... def add(a: int, b: int = 1) -> int:
+    ...     '''Add two numbers.'''
+    ...     return a + b
+    >>> add(2)
+    3
+    """
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(fn, TOOL_MARK, {"name": name, "description": description})
+        return fn
+
+    if function is not None:
+        return mark(function)
+    return mark
+
+
 class ToolRegistry:
     """Named tools, registered from Python callables.
 
@@ -122,6 +159,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._collected: set[str] = set()
 
     def register(
         self,
@@ -145,6 +183,29 @@ class ToolRegistry:
         if function is not None:
             return add(function)
         return add
+
+    def collect(self, namespace: Mapping[str, Any]) -> list[str]:
+        """Register the functions of ``namespace`` marked with :func:`tool`.
+
+        Tools collected earlier from a namespace but no longer there (deleted
+        or un-marked) are removed; tools registered directly are kept.
+        Returns the names of the collected tools.
+        """
+        found: dict[str, Callable[..., Any]] = {}
+        for value in list(namespace.values()):
+            mark = getattr(value, TOOL_MARK, None) if callable(value) else None
+            if isinstance(mark, dict):
+                tool_name = str(mark.get("name") or getattr(value, "__name__", "tool"))
+                found[tool_name] = value
+        for stale in self._collected - found.keys():
+            self._tools.pop(stale, None)
+        for tool_name, fn in found.items():
+            current = self._tools.get(tool_name)
+            if current is None or current.function is not fn:
+                description = getattr(fn, TOOL_MARK).get("description")
+                self.register(fn, name=tool_name, description=description)
+        self._collected = set(found)
+        return sorted(found)
 
     def unregister(self, name: str) -> None:
         """Remove a tool (no error when absent)."""

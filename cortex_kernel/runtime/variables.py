@@ -8,7 +8,10 @@ value is written into it the moment it is bound, and names that no action
 produced fall back to it.
 
 Action-id bindings do not emit ``variable_bound`` events: every successful
-action has one, and ``action_succeeded`` already says so.
+action has one, and ``action_succeeded`` already says so. They are kept
+apart from named values, and a named value wins a lookup: an action whose id
+happens to equal a variable's name (``id="tip"`` next to ``set_variable
+tip``) must not overwrite that variable.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ class VariableStore:
     """
 
     def __init__(self, namespace: MutableMapping[str, Any] | None = None) -> None:
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}  # output keys and set_variable names
+        self.by_id: dict[str, Any] = {}  # action results by action id
         self.namespace = namespace
         self.bound_in_run: dict[str, Any] = {}
 
@@ -47,6 +51,8 @@ class VariableStore:
     def lookup(self, name: str) -> Any:
         """The value of ``name``; raises ``KeyError`` when nothing has it."""
         value = self.values.get(name, _MISSING)
+        if value is _MISSING:
+            value = self.by_id.get(name, _MISSING)
         if value is _MISSING and self.namespace is not None:
             value = self.namespace.get(name, _MISSING)
         if value is _MISSING:
@@ -65,11 +71,15 @@ class VariableStore:
     def bind(
         self, name: str, value: Any, *, t: float, action_id: str | None = None, public: bool = True
     ) -> VariableBound | None:
-        """Bind ``name``; ``public`` names also go to the namespace and get an event."""
+        """Bind ``name``; ``public`` names also go to the namespace and get an event.
+
+        Non-public bindings are action ids: looked up after named values.
+        """
+        if not public:
+            self.by_id[name] = value
+            return None
         self.values[name] = value
         self.bound_in_run[name] = value
-        if not public:
-            return None
         if self.namespace is not None:
             self.namespace[name] = value
         return VariableBound(
@@ -84,9 +94,14 @@ class VariableStore:
         event = self.bind(action.output_key, value, t=t, action_id=action.id)
         return [event] if event is not None else []
 
+    def snapshot(self) -> dict[str, Any]:
+        """Every value by name: action ids first, named values over them."""
+        return {**self.by_id, **self.values}
+
     def delete(self, name: str) -> bool:
         """Forget ``name`` (and remove it from the namespace); ``False`` if it was unknown."""
         found = self.values.pop(name, _MISSING) is not _MISSING
+        found = self.by_id.pop(name, _MISSING) is not _MISSING or found
         self.bound_in_run.pop(name, None)
         if self.namespace is not None and name in self.namespace:
             del self.namespace[name]

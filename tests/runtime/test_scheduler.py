@@ -88,7 +88,7 @@ async def test_dependencies_and_results() -> None:
     assert s.nodes["b"].result == 1
     assert s.nodes["c"].result == "got 1 and 1"
     assert set(s.nodes["c"].deps) == {"a", "b"}  # implicit from references
-    assert h.store.values["x"] == 1 and h.store.values["a"] == 1
+    assert h.store.values["x"] == 1 and h.store.by_id["a"] == 1
     assert any(e.type == "variable_bound" and e.name == "x" for e in h.events)
     assert h.log.index(("end", "a")) < h.log.index(("start", "b"))
 

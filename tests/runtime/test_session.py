@@ -415,3 +415,26 @@ async def test_missing_dependency_is_skipped_at_end_of_turn(tmp_path: Path) -> N
     skipped = [e for e in result.events if e.type == "action_skipped"]
     assert "'ghost' never appeared" in skipped[0].reason
     await s.aclose()
+
+
+async def test_named_variables_win_over_action_ids(tmp_path: Path) -> None:
+    # An action whose id equals a variable's name must not overwrite it, and a
+    # set_variable with an output_key of the same name keeps the value set.
+    model = ScriptedModel(
+        [
+            '<action type="internal" mode="sync" id="tip">{"name": "set_variable", '
+            '"parameters": {"name": "tip", "value": "use $$5 bills"}}</action>',
+            '<action type="internal" mode="sync" id="x" output_key="x">{"name": "set_variable", '
+            '"parameters": {"name": "x", "value": 7}}</action>',
+            "<response>$tip / $x</response>",
+        ]
+    )
+    ns: dict[str, Any] = {}
+    s = session(model, tmp_path, namespace=ns)
+    result = await s.run("go")
+    assert result.status == "ok"
+    assert ns["x"] == 7 and s.variables["x"] == 7
+    assert s.variables["tip"] == ns["tip"]
+    assert result.answer.endswith(" / 7")
+    assert "set" not in result.answer
+    await s.aclose()

@@ -85,3 +85,33 @@ def test_variable_store_namespace() -> None:
     assert store.delete("k") and "k" not in ns
     with pytest.raises(KeyError):
         store.lookup("k")
+
+
+def test_tool_decorator_marks_and_collect_registers_notebook_functions() -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry, tool
+
+    @tool
+    def add(a: int, b: int = 1) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @tool(name="shout", description="Upper-case a text.")
+    def loud(text: str) -> str:
+        return text.upper()
+
+    def plain(x: int) -> int:
+        return x
+
+    namespace = {"add": add, "loud": loud, "plain": plain, "n": 3}
+    registry = ToolRegistry()
+    assert registry.collect(namespace) == ["add", "shout"]
+    assert add(2) == 3  # still a plain function
+    specs = {spec["name"]: spec for spec in registry.specs()}
+    assert specs["add"]["description"] == "Add two numbers."
+    assert specs["add"]["parameters"]["required"] == ["a"]
+    assert specs["shout"]["description"] == "Upper-case a text."
+    assert "plain" not in registry
+
+    del namespace["add"]
+    assert registry.collect(namespace) == ["shout"]
+    assert "add" not in registry

@@ -1,0 +1,74 @@
+"""``{name}`` interpolation of notebook variables into an agent message.
+
+Only a *simple reference* is replaced: ``{name}``, ``{name!r}`` or
+``{name!s}`` where ``name`` is an identifier bound in the namespace.
+Everything else is left exactly as written, because agent messages are full
+of braces that are not references — dict literals, JSON, f-string code,
+TypeScript destructuring (the trap of jupyter-ai's issue #27, where
+``str.format`` on the prompt broke every message with code in it):
+
+- ``{a: 1}``, ``{"k": v}``, ``{x + 1}`` are not simple references;
+- ``{undefined_name}`` names nothing and stays;
+- ``{{name}}`` (doubled braces) stays as written: the way to keep a literal;
+- anything inside a fenced code block (```` ``` ````) stays.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["interpolate"]
+
+_REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:!([rs]))?\}")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
+
+
+def _substitute(text: str, namespace: Mapping[str, Any]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name, conversion = match.group(1), match.group(2)
+        start, end = match.span()
+        doubled = text[start - 1 : start] == "{" and text[end : end + 1] == "}"
+        if doubled or name not in namespace:
+            return match.group(0)
+        value = namespace[name]
+        return repr(value) if conversion == "r" else str(value)
+
+    return _REF.sub(replace, text)
+
+
+def interpolate(message: str, namespace: Mapping[str, Any]) -> str:
+    """Replace simple ``{name}`` references with notebook variables' values.
+
+    Parameters
+    ----------
+    message
+        The cell's text.
+    namespace
+        Where names are looked up (the notebook's ``user_ns``).
+
+    Returns
+    -------
+    str
+        The message with every simple reference to a bound name replaced by
+        ``str(value)`` (``repr(value)`` for ``{name!r}``); all other text,
+        including fenced code blocks, unchanged.
+    """
+    if "{" not in message:
+        return message
+    out: list[str] = []
+    pos = 0
+    in_fence = False
+    for fence in _FENCE.finditer(message):
+        # Line-start fences toggle code/prose; only prose segments are substituted.
+        segment = message[pos : fence.start()]
+        out.append(segment if in_fence else _substitute(segment, namespace))
+        line_end = message.find("\n", fence.start())
+        line_end = len(message) if line_end < 0 else line_end
+        out.append(message[fence.start() : line_end])
+        pos = line_end
+        in_fence = not in_fence
+    tail = message[pos:]
+    out.append(tail if in_fence else _substitute(tail, namespace))
+    return "".join(out)

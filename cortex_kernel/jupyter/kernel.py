@@ -1,0 +1,95 @@
+"""The Cortex kernel: IPython where every cell is a message to the agent.
+
+A subclass of ``IPythonKernel`` (not the bare ``Kernel``, which has no comm
+manager, so widget messages from the front end would go unhandled). The
+work is done by the input transformer of :mod:`cortex_kernel.jupyter.magics`
+in ``kernel_mode``: message cells become a top-level ``await`` of the run,
+``%%python`` cells run as Python in the same namespace, and IPython keeps
+doing everything else — execution count, history, display, errors,
+completion — as usual.
+
+Nothing heavy is imported here: the runtime, the view and litellm load with
+the first agent cell, so the kernel starts as fast as the stock one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+
+from .. import __version__
+from .magics import enable
+
+__all__ = ["CortexKernel"]
+
+BANNER = (
+    f"Cortex Agent {__version__}: every cell is a message to the agent.\n"
+    "%%python runs Python in the same namespace; %model, %history, %variables, "
+    "%transcript manage the session."
+)
+
+
+class CortexKernel(IPythonKernel):
+    """The ``cortex`` kernel ("Cortex Agent")."""
+
+    implementation = "cortex"
+    implementation_version = __version__
+    banner = BANNER
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+        enable(self.shell, kernel_mode=True)
+
+    async def do_execute(
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool = False,
+        *,
+        cell_meta: dict[str, Any] | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run a cell; silent requests (tools, inspectors) are always Python."""
+        if silent and not code.lstrip().startswith("%%"):
+            # Front-end extensions send Python silently; it is not a message.
+            code = "%%python\n" + code
+        reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
+            code,
+            silent,
+            store_history=store_history,
+            user_expressions=user_expressions,
+            allow_stdin=allow_stdin,
+            cell_meta=cell_meta,
+            cell_id=cell_id,
+        )
+        return reply
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        """Cancel the agent's background work (and its subprocesses) before exiting."""
+        from .runner import existing_runner
+
+        runner = existing_runner(self.shell)
+        if runner is not None and runner.loop is not None and not runner.loop.is_closed():
+            # ipykernel answers shutdown on the control thread's own loop; the
+            # session's tasks live on the shell's loop, so close it there.
+            future = asyncio.run_coroutine_threadsafe(runner.aclose(), runner.loop)
+            try:
+                await asyncio.wait_for(asyncio.wrap_future(future), timeout=3)
+            except Exception:  # a stuck or failing close must not block the shutdown
+                self.log.warning("cortex: background work did not close cleanly", exc_info=True)
+        reply: dict[str, Any] = super().do_shutdown(restart)  # type: ignore[no-untyped-call]
+        return reply
+
+    # Cells are prose for the agent: markdown is what front ends should
+    # highlight and what `nbconvert --to script` should write.
+    language_info = {  # noqa: RUF012 - ipykernel's own attribute, read-only by convention
+        "name": "markdown",
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "codemirror_mode": "markdown",
+        "pygments_lexer": "markdown",
+    }

@@ -1,0 +1,261 @@
+"""``%%agent`` and the Cortex line magics, for the Cortex kernel and any IPython.
+
+Why an input transformer and not a plain cell magic: a cell magic is called
+synchronously from inside the running event loop, so it can neither await
+the run (``run_until_complete``: "event loop is already running") nor be
+interrupted cleanly from a worker thread. Rewriting the cell, before
+IPython's own magic handling, into ``await cortex_kernel.jupyter.runner.run_cell(…)``
+makes the run a top-level ``await`` on the kernel's loop: it streams, the
+front end's comm messages are served while it runs, and the interrupt
+cancels it (see :mod:`cortex_kernel.jupyter.interrupt`).
+
+In the Cortex kernel (``kernel_mode``) every cell is a message except:
+
+- a cell starting with ``%%python``: the rest is Python, same namespace;
+- any other cell magic (``%%agent --model M``, ``%%time``…): as in IPython;
+- a cell whose non-blank lines all start with ``%``: line magics.
+
+Line magics (both kernels): ``%model``, ``%manifest``, ``%agent``,
+``%agent_history`` (also ``%history`` in the Cortex kernel), ``%feeds``,
+``%relics``, ``%variables``, ``%transcript``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .runner import CELL_ERRORS, runner_for
+
+__all__ = ["enable", "load_ipython_extension", "transform_agent_cell", "transform_kernel_cell"]
+
+_RUN_CALL = "await __import__('cortex_kernel.jupyter.runner', fromlist=['_']).run_cell"
+
+
+def _first_line(lines: list[str]) -> int | None:
+    for index, line in enumerate(lines):
+        if line.strip():
+            return index
+    return None
+
+
+def _agent_call(message: str, options: str) -> list[str]:
+    return [f"{_RUN_CALL}({message!r}, {options.strip()!r})\n"]
+
+
+def transform_agent_cell(lines: list[str]) -> list[str]:
+    """Rewrite a ``%%agent [options]`` cell into an awaited run; other cells pass."""
+    first = _first_line(lines)
+    if first is None:
+        return lines
+    head = lines[first].strip()
+    if head != "%%agent" and not head.startswith("%%agent "):
+        return lines
+    return _agent_call("".join(lines[first + 1 :]), head[len("%%agent") :])
+
+
+def transform_kernel_cell(lines: list[str]) -> list[str]:
+    """The Cortex kernel's rule: every cell is a message unless it is Python or magics."""
+    first = _first_line(lines)
+    if first is None:
+        return lines
+    head = lines[first].strip()
+    if head == "%%python" or head.startswith("%%python "):
+        return lines[first + 1 :]
+    if head.startswith("%%"):
+        return transform_agent_cell(lines)
+    if all(line.lstrip().startswith("%") for line in lines if line.strip()):
+        return lines
+    return _agent_call("".join(lines), "")
+
+
+# -- line magics ----------------------------------------------------------------
+
+
+def _model(line: str) -> None:
+    """%model [SPEC] — show the model, or switch to SPEC (history kept)."""
+    runner = runner_for(_shell())
+    spec = line.strip()
+    if spec:
+        runner.set_model(spec)
+        print(f"model: {spec}")
+    else:
+        print(f"model: {runner.session.model.name}")
+
+
+def _manifest(line: str) -> None:
+    """%manifest [PATH] — show the manifest, or use PATH (a new session from the next cell)."""
+    runner = runner_for(_shell())
+    path = line.strip()
+    if path:
+        runner.set_manifest(path)
+        print(f"manifest: {path} (a new conversation starts with the next cell)")
+    else:
+        print(f"manifest: {runner.manifest or '(none: the built-in default agent)'}")
+
+
+def _agent_line(line: str, cell: str | None = None) -> None:
+    """%agent [NAME] — the agent in use; %%agent runs a cell through the transformer."""
+    if cell is not None:
+        # Reached only when the transformer was bypassed (run_cell_magic called directly).
+        print("%%agent must be the first line of a cell; run the cell itself.")
+        return
+    runner = runner_for(_shell())
+    if line.strip():
+        print(
+            "Agents are chosen from a manifest's sub-agents; manifests with agents are not "
+            "available in this version. The built-in default agent answers."
+        )
+    else:
+        print(f"agent: default (manifest: {runner.manifest or 'none'})")
+
+
+def _history(line: str) -> None:
+    """%history [show|reset] — the conversation as the agent sees it, or forget it."""
+    runner = runner_for(_shell())
+    command = line.strip() or "show"
+    if command == "reset":
+        runner.reset()
+        print("conversation history cleared")
+        return
+    if command != "show":
+        print("usage: %history [show|reset]")
+        return
+    messages = runner.session.history()
+    if not messages:
+        print("(no conversation yet)")
+        return
+    for message in messages:
+        content = str(message.get("content") or "")
+        if len(content) > 300:
+            content = content[:299] + "…"
+        print(f"[{message.get('role', '?')}] {content}")
+
+
+def _feeds(line: str) -> None:
+    """%feeds — context feeds of the session."""
+    print(
+        "No context feeds: feeds are declared by agent manifests, which are not available "
+        "in this version."
+    )
+
+
+def _relics(line: str) -> None:
+    """%relics [list|stop NAME] — persistent services started by the agent."""
+    command = line.strip().split()
+    if command and command[0] == "stop":
+        print("No relic to stop: relics come with agent manifests (not available yet).")
+    else:
+        print("No relics running: relics come with agent manifests (not available yet).")
+
+
+def _variables(line: str) -> None:
+    """%variables — the variables the agent's runs produced, with types and previews."""
+    runner = runner_for(_shell())
+    variables = runner.session.variables
+    if not variables:
+        print("(no variables yet)")
+        return
+    width = max(len(name) for name in variables)
+    for name, value in variables.items():
+        text = repr(value)
+        if len(text) > 80:
+            text = text[:79] + "…"
+        print(f"{name:<{width}}  {type(value).__name__:<10}  {text}")
+
+
+def _transcript(line: str) -> None:
+    """%transcript [path|export FILE] — the last run's transcript, or all runs' into FILE."""
+    runner = runner_for(_shell())
+    words = line.split(maxsplit=1)
+    paths = [r.transcript for r in runner.results if r.transcript is not None]
+    if not words or words[0] == "path":
+        print(paths[-1] if paths else "(no transcript yet: run an agent cell first)")
+        return
+    if words[0] == "export" and len(words) == 2:
+        target = Path(words[1].strip()).expanduser()
+        with target.open("wb") as out:
+            for path in paths:
+                with Path(path).open("rb") as source:
+                    shutil.copyfileobj(source, out)
+        print(f"{len(paths)} run transcript(s) written to {target}")
+        return
+    print("usage: %transcript [path|export FILE]")
+
+
+def _shell() -> Any:
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
+def _short_error(
+    shell: Any,
+    etype: type[BaseException],
+    value: BaseException,
+    tb: Any,
+    tb_offset: int | None = None,
+) -> list[str]:
+    # A failed or interrupted run is one clear line, not a traceback through
+    # the rewritten cell and our frames.
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def enable(shell: Any, *, kernel_mode: bool = False) -> None:
+    """Install the transformer and the magics into ``shell`` (idempotent).
+
+    Parameters
+    ----------
+    shell
+        An IPython ``InteractiveShell``.
+    kernel_mode
+        ``True`` in the Cortex kernel: every cell is a message.
+    """
+    runner_for(shell)  # registers the pre_run_cell hook before the first agent cell
+    transform = transform_kernel_cell if kernel_mode else transform_agent_cell
+    cleanup: list[Callable[[list[str]], list[str]]] = shell.input_transformers_cleanup
+    for existing in (transform_kernel_cell, transform_agent_cell):
+        if existing in cleanup:
+            cleanup.remove(existing)
+    # First: before IPython's own cleanup (indent stripping) and magic handling.
+    cleanup.insert(0, transform)
+    magics: dict[str, Callable[..., None]] = {
+        "model": _model,
+        "manifest": _manifest,
+        "agent_history": _history,
+        "feeds": _feeds,
+        "relics": _relics,
+        "variables": _variables,
+        "transcript": _transcript,
+    }
+    if kernel_mode:
+        magics["history"] = _history
+    for name, func in magics.items():
+        shell.register_magic_function(func, "line", name)
+    shell.register_magic_function(_agent_line, "line_cell", "agent")
+    if not shell.custom_exceptions or set(shell.custom_exceptions) <= set(CELL_ERRORS):
+        shell.set_custom_exc(CELL_ERRORS, _short_error)
+
+
+def disable(shell: Any) -> None:
+    """Remove the transformer (the magics stay registered, harmlessly)."""
+    cleanup = shell.input_transformers_cleanup
+    for existing in (transform_kernel_cell, transform_agent_cell):
+        if existing in cleanup:
+            cleanup.remove(existing)
+    if set(shell.custom_exceptions) == set(CELL_ERRORS):
+        shell.set_custom_exc((), None)
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext cortex_kernel``: ``%%agent`` cells and the line magics."""
+    enable(shell, kernel_mode=False)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """``%unload_ext cortex_kernel``."""
+    disable(shell)

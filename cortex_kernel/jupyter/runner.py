@@ -1,0 +1,284 @@
+"""One agent cell, run on the kernel's own event loop.
+
+Both front doors — a message cell in the Cortex kernel and a ``%%agent``
+cell in any IPython kernel — are rewritten by an input transformer
+(:mod:`cortex_kernel.jupyter.magics`) into ``await <this module>.run_cell(…)``,
+so the run is an ordinary top-level ``await`` of IPython: it streams while
+the loop keeps serving comm messages, the execution count advances, the
+answer is the cell's ``execute_result`` and a failure is the cell's error.
+
+:class:`AgentRunner` holds the notebook's session (built lazily, so the
+kernel starts without importing the runtime, pydantic models or litellm);
+:func:`run_cell` is what the rewritten cell awaits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shlex
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import ConfigError, LimitExceeded, RunCancelled, RunError
+from .interpolate import interpolate
+from .interrupt import cancel_on_sigint
+
+if TYPE_CHECKING:
+    from ..runtime.model import Model
+    from ..runtime.session import RunResult, Session
+
+__all__ = [
+    "AgentRunner",
+    "FinalAnswer",
+    "RunFailed",
+    "RunInterrupted",
+    "RunLimitReached",
+    "existing_runner",
+    "parse_options",
+    "run_cell",
+    "runner_for",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RunFailed(RunError):
+    """The agent run ended with an error; the message says why."""
+
+
+class RunLimitReached(LimitExceeded):
+    """The agent run hit a limit (turns, actions, time, tokens or cost)."""
+
+
+class RunInterrupted(RunCancelled):
+    """The run was interrupted (the stop button); the kernel is ready for the next cell."""
+
+
+# Errors shown as one clear line instead of a traceback through our frames.
+CELL_ERRORS: tuple[type[BaseException], ...] = (
+    RunFailed,
+    RunLimitReached,
+    RunInterrupted,
+    ConfigError,
+)
+
+
+class FinalAnswer:
+    """The cell's result: the final answer, shown as markdown.
+
+    Its ``text/markdown`` is the answer itself, and its ``text/plain`` too,
+    so saved notebooks and nbval see the answer without quotes.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+
+class _Options(argparse.Namespace):
+    model: str | None
+    manifest: str | None
+    agent: str | None
+
+
+def parse_options(line: str) -> _Options:
+    """Parse ``--model M --manifest P --agent NAME`` (the ``%%agent`` line).
+
+    Raises
+    ------
+    ConfigError
+        On an unknown option or a missing value.
+    """
+    parser = argparse.ArgumentParser(prog="%%agent", add_help=False, exit_on_error=False)
+    parser.add_argument("--model")
+    parser.add_argument("--manifest")
+    parser.add_argument("--agent")
+    try:
+        options, extra = parser.parse_known_args(shlex.split(line), namespace=_Options())
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise ConfigError(f"%%agent: {exc}. Usage: %%agent [--model M] [--manifest P]") from exc
+    if extra:
+        raise ConfigError(
+            f"%%agent: unknown option(s) {' '.join(extra)}. "
+            "Usage: %%agent [--model M] [--manifest P] [--agent NAME]"
+        )
+    return options
+
+
+class AgentRunner:
+    """The agent side of one IPython shell: its session, its runs, its transcripts.
+
+    Parameters
+    ----------
+    shell
+        The IPython shell whose ``user_ns`` receives the results.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.model_spec: str | None = None
+        self.manifest: str | None = None
+        self.results: list[RunResult] = []
+        self.current_cell_id: str | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop the runs use
+        self._session: Session | None = None
+        self._manifest_sessions: dict[str, Session] = {}
+        shell.events.register("pre_run_cell", self._pre_run_cell)
+
+    def _pre_run_cell(self, info: Any) -> None:
+        # The front end's cell id keys the conversation turn (re-run replaces it).
+        self.current_cell_id = getattr(info, "cell_id", None)
+
+    def _build(self, model: str | None, manifest: str | None) -> Session:
+        from ..agent import build_session
+
+        # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
+        # or the temp dir); %transcript export keeps a copy.
+        return build_session(model=model, manifest=manifest, namespace=self.shell.user_ns)
+
+    @staticmethod
+    def _model(spec: str) -> Model:
+        from ..llm import resolve_model
+
+        return resolve_model(spec)
+
+    @property
+    def session(self) -> Session:
+        """The notebook's session (built on first use)."""
+        if self._session is None:
+            self._session = self._build(self.model_spec, self.manifest)
+        return self._session
+
+    def set_model(self, spec: str) -> None:
+        """Switch the notebook's model; the history is kept."""
+        if self._session is None:
+            self.model_spec = spec
+            return
+        self._session.model = self._model(spec)
+        self.model_spec = spec
+
+    def set_manifest(self, path: str | None) -> None:
+        """Use another manifest: a new session (and a new history) from the next cell."""
+        self.manifest = path
+        self._session = None
+
+    def reset(self) -> None:
+        """Forget the conversation."""
+        if self._session is not None:
+            self._session.reset()
+
+    async def aclose(self) -> None:
+        """Cancel background work (fire-and-forget actions) of every session."""
+        sessions = [self._session, *self._manifest_sessions.values()]
+        for session in sessions:
+            if session is not None:
+                await session.aclose()
+
+    def _session_for(self, options: _Options) -> Session:
+        if options.agent:
+            raise ConfigError(
+                "%%agent --agent: agents are chosen from a manifest's sub-agents, "
+                "and manifests with agents are not available in this version."
+            )
+        if options.manifest and options.manifest != self.manifest:
+            if options.manifest not in self._manifest_sessions:
+                self._manifest_sessions[options.manifest] = self._build(
+                    self.model_spec, options.manifest
+                )
+            return self._manifest_sessions[options.manifest]
+        return self.session
+
+    async def run(self, message: str, options_line: str = "") -> FinalAnswer | None:
+        """Run one agent cell: show the live view, bind the results, return the answer.
+
+        Raises
+        ------
+        RunFailed, RunLimitReached
+            The run ended with an error or at a limit (the cell fails).
+        RunInterrupted
+            The user interrupted the run.
+        """
+        __tracebackhide__ = True
+        import anyio
+        from IPython.display import display
+
+        from .view import RunView
+
+        self.loop = asyncio.get_running_loop()
+        options = parse_options(options_line)
+        session = self._session_for(options)
+        text = interpolate(message, self.shell.user_ns)
+        # Notebook functions marked with @cortex_kernel.tool are the agent's tools.
+        session.tools.collect(self.shell.user_ns)
+        view = RunView()
+        note = getattr(session.model, "note", None)
+        if note and not options.model:
+            # e.g. no provider key: the offline demo model answers, and says so.
+            view.state.apply({"type": "warning", "message": str(note)})
+        handle = display(view, display_id=True)  # type: ignore[no-untyped-call]
+
+        def on_event(event: Any) -> None:
+            try:
+                view.push(event)
+            except Exception:  # a view bug must never break the run
+                log.exception("cortex view failed on %r", getattr(event, "type", event))
+
+        previous_model = None
+        if options.model:
+            previous_model = session.model
+            # A fresh model per cell: a replay file starts from its first turn.
+            session.model = self._model(options.model)
+        result: RunResult | None = None
+        try:
+            with anyio.CancelScope() as scope, cancel_on_sigint(scope):
+                result = await session.run(text, key=self.current_cell_id, on_event=on_event)
+        finally:
+            if previous_model is not None:
+                session.model = previous_model
+            view.finish()
+            if handle is not None:
+                handle.update(view)
+        if result is not None:
+            self.results.append(result)
+            self.shell.user_ns["_run"] = result
+            self.shell.user_ns["_response"] = result.answer
+        if result is None or scope.cancelled_caught or result.status == "cancelled":
+            raise RunInterrupted(
+                "Run interrupted: running actions were cancelled; the kernel is ready."
+            )
+        if result.status == "limit":
+            raise RunLimitReached(result.message or "The run reached a limit.")
+        if result.status != "ok":
+            raise RunFailed(result.message or "The run failed.")
+        return FinalAnswer(result.answer) if result.answer else None
+
+
+_RUNNERS: weakref.WeakKeyDictionary[Any, AgentRunner] = weakref.WeakKeyDictionary()
+
+
+def existing_runner(shell: Any) -> AgentRunner | None:
+    """The :class:`AgentRunner` of ``shell`` if one was created."""
+    return _RUNNERS.get(shell)
+
+
+def runner_for(shell: Any) -> AgentRunner:
+    """The :class:`AgentRunner` of ``shell`` (created on first use)."""
+    runner = _RUNNERS.get(shell)
+    if runner is None:
+        runner = _RUNNERS[shell] = AgentRunner(shell)
+    return runner
+
+
+async def run_cell(message: str, options_line: str = "") -> FinalAnswer | None:
+    """What a rewritten agent cell awaits (see :mod:`cortex_kernel.jupyter.magics`)."""
+    __tracebackhide__ = True
+    from IPython import get_ipython
+
+    return await runner_for(get_ipython()).run(message, options_line)

@@ -1,0 +1,169 @@
+"""The live view of a run: an anywidget fed coalesced deltas.
+
+Strategy
+--------
+Events arrive at the token rate (hundreds a second). Each one is folded into
+a :class:`~cortex_kernel.jupyter.viewstate.RunState`, which merges pending
+changes per target; a flush is scheduled on the kernel's event loop at most
+every :data:`FLUSH_INTERVAL` seconds and sends the merged ops as one custom
+comm message ``{"seq", "now", "ops"}``. So a view gets at most ~20 messages a
+second whatever the token rate, each a compact delta rather than re-sent
+lists (an ipywidgets List/Dict trait is re-sent whole on every change).
+
+The ``snapshot`` trait carries the whole document only at the start and once
+the run has finished (the final state always lands, and a saved notebook's
+widget state shows the finished run). A front end that opens mid-run (a
+reload, a second view) asks for ``{"type": "sync"}`` and gets the current
+document once.
+
+``_repr_mimebundle_`` adds ``text/plain``, ``text/markdown`` and
+``text/html`` renderings next to the widget, so nbconvert and GitHub show a
+readable run; the runner re-publishes the bundle when the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+import uuid
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .viewstate import RunState, render_html, render_markdown, render_text
+
+__all__ = ["FLUSH_INTERVAL", "RunView", "widgets_dir"]
+
+FLUSH_INTERVAL = 0.05  # seconds: ~20 messages a second per view
+
+
+def widgets_dir() -> Path:
+    """Where ``view.js`` and ``view.css`` live.
+
+    A wheel ships them as ``cortex_kernel/_widgets``; a source or editable
+    checkout has them in the top-level ``widgets/``.
+    """
+    packaged = Path(str(resources.files("cortex_kernel"))) / "_widgets"
+    if (packaged / "view.js").is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "widgets"
+
+
+class RunView(anywidget.AnyWidget):
+    """The live view of one run (thoughts, action tree, responses, footer).
+
+    Feed it events with :meth:`push`; call :meth:`finish` when the run is
+    over. Pushing after ``finish`` is fine: fire-and-forget actions that
+    outlive the cell keep their nodes up to date.
+    """
+
+    _esm = widgets_dir() / "view.js"
+    _css = widgets_dir() / "view.css"
+
+    view_id = traitlets.Unicode("").tag(sync=True)
+    snapshot = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(view_id=uuid.uuid4().hex, **kwargs)
+        self.state = RunState()
+        self.messages_sent = 0
+        self.bytes_sent = 0
+        self._t0: float | None = None  # monotonic time of the run's t = 0
+        self._last_flush = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self.snapshot = self._snapshot()
+        self.on_msg(self._on_front_end_msg)
+
+    # -- input --------------------------------------------------------------
+
+    def push(self, event: Any) -> None:
+        """Fold one event into the view; a flush follows within ~50 ms."""
+        t = getattr(event, "t", None)
+        if self._t0 is None and isinstance(t, int | float):
+            self._t0 = time.monotonic() - float(t)
+        self.state.apply(event)
+        if getattr(event, "type", None) == "run_finished" and self.state.finished:
+            # The final state is sent now, not after a timer that might not fire.
+            self.flush()
+            return
+        self._schedule()
+
+    def finish(self) -> None:
+        """Send whatever is pending and store the final document."""
+        self.flush()
+        self.snapshot = self._snapshot()
+
+    # -- output -------------------------------------------------------------
+
+    def _now(self) -> float:
+        return 0.0 if self._t0 is None else round(time.monotonic() - self._t0, 3)
+
+    def _snapshot(self) -> dict[str, Any]:
+        # A copy: the trait must not alias the live document, or a change
+        # would compare equal to the stored value and never be sent.
+        return {"seq": self.state.seq, "now": self._now(), "doc": copy.deepcopy(self.state.doc)}
+
+    def _schedule(self) -> None:
+        if self._timer is not None or not self.state.dirty:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a plain script): send at once
+            self.flush()
+            return
+        delay = max(0.0, self._last_flush + FLUSH_INTERVAL - time.monotonic())
+        self._timer = loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> None:
+        """Send the pending ops now (one comm message), if any."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.state.dirty:
+            return
+        message = {"seq": self.state.seq + 1, "now": self._now(), "ops": self.state.take_ops()}
+        self._send_delta(message)
+        self._last_flush = time.monotonic()
+        if self.state.finished:
+            # After the run only rare late events (fire-and-forget) arrive:
+            # keep the stored document current so a reload shows them.
+            self.snapshot = self._snapshot()
+
+    def _send_delta(self, message: dict[str, Any]) -> None:
+        self.messages_sent += 1
+        self.bytes_sent += len(json.dumps(message, default=str))
+        self.send(message)
+
+    def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "sync":
+            # Pending ops are already in the document: send them first so the
+            # snapshot's seq covers them and nothing is applied twice.
+            self.flush()
+            reply = {"seq": self.state.seq, "now": self._now(), "snapshot": self.state.doc}
+            self._send_delta(reply)
+
+    # -- static representations ----------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            data: dict[str, Any] = {}
+            metadata: dict[str, Any] = {}
+        elif isinstance(bundle, tuple):
+            data, metadata = dict(bundle[0]), dict(bundle[1] or {})
+        else:
+            data, metadata = dict(bundle), {}
+        doc = self.state.doc
+        data["text/plain"] = render_text(doc)
+        data["text/markdown"] = render_markdown(doc)
+        data["text/html"] = render_html(doc)
+        return data, metadata

@@ -1,0 +1,487 @@
+"""The live view's state: events in, compact deltas out (no Jupyter here).
+
+:class:`RunState` folds a run's events (parser and runtime, SPEC §9) into a
+small JSON document — thoughts, outside text, responses, the action tree,
+variables, footer — and records, for each change, a *delta op*. Pending ops
+are merged per target (one op per thought, response or node, however many
+tokens or state changes arrived), so a flush sends at most one op per thing
+that changed since the last flush: the coalescing that keeps the widget at
+~20 messages a second whatever the token rate.
+
+Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
+
+    ["run", {field: value}]              top-level fields: status, message, answer
+                                         (answer only when it differs from the final
+                                         response's text, e.g. with $vars filled in)
+    ["th", index, text, done]            append to thought ``index``; ``done`` flag
+    ["tx", text]                         append outside text
+    ["rs", index, text, final, done]     append to response ``index``
+    ["n", id, {field: value}]            upsert an action (or nested-run) node
+    ["w", text]                          a warning
+    ["v", name, {"type", "preview"}]     a variable got a value
+    ["f", {"turns", "tokens", "cost", "seconds"}]
+
+The same state renders as ``text/plain``, ``text/markdown`` and ``text/html``
+for front ends without the widget (nbconvert, GitHub): :func:`render_text`,
+:func:`render_markdown`, :func:`render_html`.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+__all__ = ["STATE_ICONS", "RunState", "render_html", "render_markdown", "render_text"]
+
+Op = list[Any]
+
+STATE_ICONS: dict[str, str] = {
+    "parsing": "…",
+    "queued": "○",
+    "waiting": "◔",
+    "running": "▶",
+    "succeeded": "✓",
+    "failed": "✗",
+    "skipped": "↷",
+    "cancelled": "⊘",
+}
+
+_PREVIEW_CHARS = 300
+
+
+def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class RunState:
+    """The view's document, built from events, with pending deltas.
+
+    Attributes
+    ----------
+    doc
+        The whole state as JSON-compatible data (what a new view starts from).
+    seq
+        Number of op batches taken so far.
+    """
+
+    def __init__(self) -> None:
+        self.doc: dict[str, Any] = {
+            "run_id": "",
+            "model": "",
+            "message": "",
+            "status": "running",
+            "status_message": "",
+            "answer": "",
+            "thoughts": [],
+            "text": "",
+            "responses": [],
+            "nodes": {},
+            "order": [],
+            "warnings": [],
+            "variables": {},
+            "footer": {"turns": 0, "tokens": 0, "cost": None, "seconds": 0.0},
+        }
+        self.seq = 0
+        self._pending: dict[tuple[Any, ...], Op] = {}
+        self._depth = 0  # nesting of run_started/run_finished: >0 inside a nested run
+        self._nested_parents: list[str | None] = []
+        self._warning_count = 0
+        self._tokens_done = 0  # tokens of finished turns
+
+    # -- deltas -------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        """Whether ops are waiting to be sent."""
+        return bool(self._pending)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the top-level run has ended."""
+        return bool(self.doc["status"] != "running")
+
+    def take_ops(self) -> list[Op]:
+        """Return the pending ops (merged per target) and clear them."""
+        ops = list(self._pending.values())
+        self._pending.clear()
+        self.seq += 1
+        return ops
+
+    def _op_run(self, **fields: Any) -> None:
+        self.doc.update(fields)
+        op = self._pending.setdefault(("run",), ["run", {}])
+        op[1].update(fields)
+
+    def _op_append(self, key: tuple[Any, ...], op: Op, text: str) -> None:
+        # Text ops carry their text at index 2 (th, rs) or 1 (tx); merge by concatenation.
+        existing = self._pending.get(key)
+        index = 1 if op[0] == "tx" else 2
+        if existing is None:
+            self._pending[key] = op
+        else:
+            existing[index] += text
+            existing[index + 1 :] = op[index + 1 :]
+
+    def _op_node(self, node_id: str, **fields: Any) -> None:
+        nodes: dict[str, dict[str, Any]] = self.doc["nodes"]
+        node = nodes.get(node_id)
+        if node is None:
+            node = {
+                "id": node_id,
+                "type": "",
+                "name": "",
+                "mode": "",
+                "deps": [],
+                "parent": self._guess_parent(node_id),
+                "state": "queued",
+                "t0": None,
+                "t1": None,
+                "preview": "",
+                "error": "",
+            }
+            nodes[node_id] = node
+            self.doc["order"].append(node_id)
+            op = self._pending.setdefault(("n", node_id), ["n", node_id, {}])
+            op[2].update(node)
+        node.update(fields)
+        op = self._pending.setdefault(("n", node_id), ["n", node_id, {}])
+        op[2].update(fields)
+
+    def _guess_parent(self, node_id: str) -> str | None:
+        # Nested runs' actions are nested by an "outer/inner" id, or by the
+        # action that started the nested run currently open.
+        if "/" in node_id:
+            return node_id.rsplit("/", 1)[0]
+        for parent in reversed(self._nested_parents):
+            if parent is not None:
+                return parent
+        return None
+
+    def _footer(self, **fields: Any) -> None:
+        self.doc["footer"].update(fields)
+        self._pending[("f",)] = ["f", dict(self.doc["footer"])]
+
+    # -- events -------------------------------------------------------------
+
+    def apply(self, event: Any) -> None:
+        """Fold one event (a pydantic event model, or its dict) into the state."""
+        data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
+        kind = data.get("type", "")
+        handler = getattr(self, f"_on_{kind}", None)
+        t = data.get("t")
+        if isinstance(t, int | float) and self._depth <= 1:
+            self._footer_time(float(t))
+        if handler is not None:
+            handler(data)
+
+    def _footer_time(self, t: float) -> None:
+        if t > self.doc["footer"]["seconds"]:
+            # Only the footer's own op; not worth a message on its own, it
+            # travels with whatever else changed.
+            self.doc["footer"]["seconds"] = round(t, 3)
+            if self._pending:
+                self._pending[("f",)] = ["f", dict(self.doc["footer"])]
+
+    @property
+    def _nested(self) -> bool:
+        return self._depth > 1
+
+    def _on_run_started(self, e: dict[str, Any]) -> None:
+        self._depth += 1
+        if self._depth == 1:
+            self._op_run(run_id=e["run_id"], model=e.get("model", ""), message=e["message"])
+            return
+        parent = e.get("parent")
+        self._nested_parents.append(parent)
+        if parent:
+            self._op_node(parent, subrun=e["run_id"])
+
+    def _on_run_finished(self, e: dict[str, Any]) -> None:
+        self._depth = max(0, self._depth - 1)
+        if self._depth >= 1:
+            if self._nested_parents:
+                self._nested_parents.pop()
+            return
+        usage = e.get("usage") or {}
+        self._footer(
+            turns=usage.get("turns", self.doc["footer"]["turns"]),
+            tokens=usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            or self.doc["footer"]["tokens"],
+            cost=usage.get("cost"),
+            seconds=round(float(usage.get("seconds") or e.get("t") or 0.0), 3),
+        )
+        answer = e.get("answer", "")
+        finals = [r["text"] for r in self.doc["responses"] if r["final"]]
+        if finals and answer.strip() == finals[-1].strip():
+            # Already on the wire as the final response: don't send it twice.
+            answer = ""
+        self._op_run(status=e["status"], status_message=e.get("message", ""), answer=answer)
+
+    def _on_turn_started(self, e: dict[str, Any]) -> None:
+        if not self._nested:
+            self._footer(turns=max(self.doc["footer"]["turns"], int(e["turn"])))
+
+    def _on_turn_ended(self, e: dict[str, Any]) -> None:
+        if self._nested:
+            return
+        usage = e.get("usage") or {}
+        self._tokens_done += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        cost = usage.get("cost")
+        if cost is not None:
+            cost += self.doc["footer"]["cost"] or 0.0
+        else:
+            cost = self.doc["footer"]["cost"]
+        self._footer(tokens=self._tokens_done, cost=cost)
+
+    def _on_thought_start(self, e: dict[str, Any]) -> None:
+        if self._nested:
+            return
+        self.doc["thoughts"].append({"text": "", "done": False})
+        i = len(self.doc["thoughts"]) - 1
+        self._op_append(("th", i), ["th", i, "", False], "")
+
+    def _on_thought_delta(self, e: dict[str, Any]) -> None:
+        if self._nested:
+            return
+        if not self.doc["thoughts"]:
+            self._on_thought_start(e)
+        i = len(self.doc["thoughts"]) - 1
+        self.doc["thoughts"][i]["text"] += e["text"]
+        self._op_append(("th", i), ["th", i, e["text"], False], e["text"])
+
+    def _on_thought_end(self, e: dict[str, Any]) -> None:
+        if self._nested or not self.doc["thoughts"]:
+            return
+        i = len(self.doc["thoughts"]) - 1
+        self.doc["thoughts"][i]["done"] = True
+        self._op_append(("th", i), ["th", i, "", True], "")
+
+    def _on_text(self, e: dict[str, Any]) -> None:
+        if self._nested or not e["text"]:
+            return
+        self.doc["text"] += e["text"]
+        self._op_append(("tx",), ["tx", e["text"]], e["text"])
+
+    def _on_response_start(self, e: dict[str, Any]) -> None:
+        if self._nested:
+            return
+        final = bool(e.get("final", True))
+        self.doc["responses"].append({"text": "", "final": final, "done": False})
+        i = len(self.doc["responses"]) - 1
+        self._op_append(("rs", i), ["rs", i, "", final, False], "")
+
+    def _on_response_delta(self, e: dict[str, Any]) -> None:
+        if self._nested:
+            return
+        if not self.doc["responses"]:
+            self._on_response_start({"final": True})
+        i = len(self.doc["responses"]) - 1
+        r = self.doc["responses"][i]
+        r["text"] += e["text"]
+        self._op_append(("rs", i), ["rs", i, e["text"], r["final"], False], e["text"])
+
+    def _on_response_end(self, e: dict[str, Any]) -> None:
+        if self._nested or not self.doc["responses"]:
+            return
+        i = len(self.doc["responses"]) - 1
+        r = self.doc["responses"][i]
+        r["done"] = True
+        r["final"] = bool(e.get("final", r["final"]))
+        self._op_append(("rs", i), ["rs", i, "", r["final"], True], "")
+
+    def _on_action_open(self, e: dict[str, Any]) -> None:
+        attrs = e.get("attrs") or {}
+        self._op_node(
+            e["id"], type=attrs.get("type", ""), mode=attrs.get("mode", "sync"), state="parsing"
+        )
+
+    def _on_action_parsed(self, e: dict[str, Any]) -> None:
+        action = e["action"]
+        body = action.get("body") or {}
+        name = body.get("name") if isinstance(body.get("name"), str) else ""
+        if not name and action.get("type") == "llm":
+            name = _clip(str(body.get("prompt", "")), 40)
+        fields: dict[str, Any] = {
+            "type": str(action.get("type", "")),
+            "name": name,
+            "mode": str(action.get("mode", "sync")),
+            "deps": list(action.get("depends_on") or ()),
+        }
+        if action.get("output_key"):
+            fields["key"] = action["output_key"]
+        node = self.doc["nodes"].get(action["id"])
+        if node is None or node["state"] == "parsing":
+            fields["state"] = "queued"
+        self._op_node(action["id"], **fields)
+
+    def _on_action_error(self, e: dict[str, Any]) -> None:
+        node_id = e.get("id")
+        if node_id:
+            self._op_node(node_id, state="failed", error=_clip(e["message"]))
+        else:
+            self._on_warning({"message": e["message"]})
+
+    def _on_action_queued(self, e: dict[str, Any]) -> None:
+        action = e.get("action") or {}
+        self._on_action_parsed({"action": action})
+        waiting = list(e.get("waiting_on") or ())
+        self._op_node(
+            e["id"],
+            deps=list(e.get("depends_on") or action.get("depends_on") or ()),
+            state="waiting" if waiting else "queued",
+        )
+
+    def _on_action_started(self, e: dict[str, Any]) -> None:
+        self._op_node(e["id"], state="running", t0=e["t"], attempt=e.get("attempt", 1))
+
+    def _on_action_succeeded(self, e: dict[str, Any]) -> None:
+        self._op_node(e["id"], state="succeeded", t1=e["t"], preview=_clip(e.get("preview", "")))
+
+    def _on_action_failed(self, e: dict[str, Any]) -> None:
+        self._op_node(e["id"], state="failed", t1=e["t"], error=_clip(e.get("error", "")))
+
+    def _on_action_skipped(self, e: dict[str, Any]) -> None:
+        self._op_node(e["id"], state="skipped", t1=e["t"], error=_clip(e.get("reason", "")))
+
+    def _on_action_cancelled(self, e: dict[str, Any]) -> None:
+        self._op_node(e["id"], state="cancelled", t1=e["t"], error=e.get("reason", "cancelled"))
+
+    def _on_variable_bound(self, e: dict[str, Any]) -> None:
+        entry = {"type": e.get("type_name", ""), "preview": _clip(e.get("preview", ""), 120)}
+        self.doc["variables"][e["name"]] = entry
+        self._pending[("v", e["name"])] = ["v", e["name"], entry]
+
+    def _on_warning(self, e: dict[str, Any]) -> None:
+        self.doc["warnings"].append(e["message"])
+        self._warning_count += 1
+        self._pending[("w", self._warning_count)] = ["w", e["message"]]
+
+
+# -- static renderings ------------------------------------------------------
+
+
+def _children(doc: dict[str, Any]) -> dict[str | None, list[dict[str, Any]]]:
+    tree: dict[str | None, list[dict[str, Any]]] = {}
+    nodes = doc["nodes"]
+    for node_id in doc["order"]:
+        node = nodes[node_id]
+        parent = node.get("parent")
+        tree.setdefault(parent if parent in nodes else None, []).append(node)
+    return tree
+
+
+def _node_label(node: dict[str, Any]) -> str:
+    label = f"{node['id']} {node['type']}".strip()
+    if node.get("name"):
+        label += f" {node['name']}"
+    if node.get("mode") and node["mode"] != "sync":
+        label += f" ({node['mode']})"
+    return label
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """A stable plain-text summary: status and the action tree, no timings."""
+    lines = [f"Cortex run [{doc['status']}]"]
+    tree = _children(doc)
+
+    def walk(parent: str | None, depth: int) -> None:
+        for node in tree.get(parent, []):
+            icon = STATE_ICONS.get(node["state"], "?")
+            line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}"
+            if node.get("deps"):
+                line += f" <- {', '.join(node['deps'])}"
+            lines.append(line)
+            walk(node["id"], depth + 1)
+
+    walk(None, 1)
+    if doc.get("status_message") and doc["status"] != "ok":
+        lines.append(f"  {doc['status_message']}")
+    return "\n".join(lines)
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    """Markdown: status, thoughts as quotes, the tree as a list, partial responses."""
+    footer = doc["footer"]
+    parts = [
+        f"**Cortex run** · {doc['status']} · {len(doc['order'])} actions · "
+        f"{footer['turns']} turns · {footer['tokens']} tokens"
+    ]
+    for thought in doc["thoughts"]:
+        text = thought["text"].strip()
+        if text:
+            parts.append("\n".join("> " + line for line in text.splitlines()))
+    tree = _children(doc)
+    items: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for node in tree.get(parent, []):
+            icon = STATE_ICONS.get(node["state"], "?")
+            item = f"{'  ' * depth}- {icon} `{_node_label(node)}` — {node['state']}"
+            if node.get("deps"):
+                item += f" (after {', '.join(node['deps'])})"
+            detail = node.get("preview") or node.get("error")
+            if detail:
+                item += f": {_clip(str(detail), 120)}".replace("\n", " ")
+            items.append(item)
+            walk(node["id"], depth + 1)
+
+    walk(None, 0)
+    if items:
+        parts.append("\n".join(items))
+    for response in doc["responses"]:
+        if not response["final"] and response["text"].strip():
+            parts.append(f"*{response['text'].strip()}*")
+    if doc["status"] not in ("running", "ok") and doc.get("status_message"):
+        parts.append(f"**{doc['status']}**: {doc['status_message']}")
+    return "\n\n".join(parts)
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    """Self-contained HTML (inline styles only, which sanitizers keep)."""
+    esc = html.escape
+    footer = doc["footer"]
+    out = ['<div class="cortex-run-static" style="font-family: sans-serif; font-size: 13px">']
+    out.append(f"<div><b>Cortex run</b> · <span>{esc(doc['status'])}</span></div>")
+    for thought in doc["thoughts"]:
+        text = thought["text"].strip()
+        if text:
+            out.append(
+                '<details><summary style="color: #777">thought</summary>'
+                f'<div style="color: #777; white-space: pre-wrap">{esc(text)}</div></details>'
+            )
+    tree = _children(doc)
+
+    def walk(parent: str | None) -> None:
+        children = tree.get(parent, [])
+        if not children:
+            return
+        out.append('<ul style="list-style: none; padding-left: 1.2em; margin: 2px 0">')
+        for node in children:
+            icon = STATE_ICONS.get(node["state"], "?")
+            line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
+            if node.get("deps"):
+                line += f" <small>after {esc(', '.join(node['deps']))}</small>"
+            if node.get("t0") is not None and node.get("t1") is not None:
+                line += f" <small>{node['t1'] - node['t0']:.2f}s</small>"
+            detail = node.get("error") or node.get("preview")
+            if detail:
+                line += f' <span style="color: #555">{esc(_clip(str(detail), 200))}</span>'
+            out.append(f"<li>{line}")
+            walk(node["id"])
+            out.append("</li>")
+        out.append("</ul>")
+
+    walk(None)
+    for response in doc["responses"]:
+        if not response["final"] and response["text"].strip():
+            out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
+    if doc["status"] not in ("running", "ok") and doc.get("status_message"):
+        out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
+    cost = footer["cost"]
+    cost_text = "n/a" if cost is None else f"${cost:.4f}"
+    out.append(
+        f'<div style="color: #777; font-size: 11px">{footer["turns"]} turns · '
+        f"{footer['tokens']} tokens · {cost_text} · {footer['seconds']:.1f}s</div>"
+    )
+    out.append("</div>")
+    return "".join(out)

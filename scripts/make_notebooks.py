@@ -1,0 +1,170 @@
+"""Write the example notebooks (source only; `make demo` executes them).
+
+Run: .venv/bin/python scripts/make_notebooks.py. The notebooks are committed;
+this script is how they were made, so a change to them is one edit here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parents[1] / "notebooks"
+
+CORTEX = {"display_name": "Cortex Agent", "language": "markdown", "name": "cortex"}
+PYTHON = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def code(source: str, ignore_output: bool = False) -> nbformat.NotebookNode:
+    cell = new_code_cell(source)
+    if ignore_output:
+        cell.metadata["tags"] = ["nbval-ignore-output"]
+    return cell
+
+
+def write(name: str, kernel: dict[str, str], cells: list[nbformat.NotebookNode]) -> None:
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = kernel
+    nbformat.write(nb, HERE / name)
+
+
+write(
+    "01_quickstart.ipynb",
+    CORTEX,
+    [
+        new_markdown_cell(
+            "# Quickstart: a notebook the agent acts in\n\n"
+            "This notebook runs in the **Cortex Agent** kernel: every cell is a message to "
+            "the agent, `%%python` cells are Python in the same namespace, and `%` lines "
+            "manage the session. It uses the offline replay model, so it runs anywhere; "
+            "`%model openai/gpt-4o-mini` (or any litellm model string) talks to a real one."
+        ),
+        code("%model replay:data/quickstart.jsonl?tps=400"),
+        new_markdown_cell(
+            "Python first: a text, and two notebook functions marked as tools. "
+            "`@tool` derives each tool's JSON schema from its type hints."
+        ),
+        code(
+            "%%python\n"
+            "from collections import Counter\n"
+            "from cortex_kernel import tool\n\n"
+            'essay = """Agents that act while they think start their work the moment a plan '
+            "step is written. An agent that waits for its whole plan wastes the time it spent "
+            'writing it. The notebook shows each step as it runs."""\n\n\n'
+            "@tool\n"
+            "def word_count(text: str) -> int:\n"
+            '    """Count the words of a text."""\n'
+            "    return len(text.split())\n\n\n"
+            "@tool\n"
+            "def top_words(text: str, n: int = 3) -> list[str]:\n"
+            '    """The n most frequent words (longer than three letters)."""\n'
+            '    words = [w.strip(".,").lower() for w in text.split()]\n'
+            "    return [w for w, _ in Counter(w for w in words if len(w) > 3).most_common(n)]"
+        ),
+        new_markdown_cell(
+            "A message. The live view shows the thought streaming, both tool calls starting "
+            "in the middle of it and running side by side, a progress update, then the "
+            "final answer with the results filled in."
+        ),
+        code("How many words does the essay have, and which words does it use most?"),
+        new_markdown_cell(
+            "Every `output_key` became a notebook variable; `_response` is the answer and "
+            "`_run` the whole run."
+        ),
+        code(
+            "%%python\n"
+            "print(n_words, frequent)\n"
+            "print(_run.status, _run.usage.turns, 'turns')\n"
+            "print([e.type for e in _run.events if e.type.startswith('action_succ')])"
+        ),
+        new_markdown_cell(
+            "The conversation goes on across cells. This time a `sync` sub-completion "
+            "(`llm` action) cuts the turn: the runtime stops reading the model, waits for "
+            "the result and continues the conversation with it."
+        ),
+        code("Suggest a title for the essay."),
+        code("%%python\nprint(title)"),
+        code("%history", ignore_output=True),
+    ],
+)
+
+write(
+    "02_parallel_plans.ipynb",
+    CORTEX,
+    [
+        new_markdown_cell(
+            "# Parallel plans, dependencies and failures\n\n"
+            "Actions start the moment their closing tag arrives and run in parallel under "
+            "their dependencies. A failed action is reported, its dependents are skipped, and "
+            "the run goes on."
+        ),
+        code("%model replay:data/parallel.jsonl?tps=600"),
+        code(
+            "%%python\n"
+            "import asyncio\n"
+            "from cortex_kernel import tool\n\n"
+            "CENSUS = {'Paris': 2_102_650, 'Lyon': 522_250, "
+            "'Nice': 348_085, 'Lille': 236_710}\n\n\n"
+            "@tool\n"
+            "async def population(city: str) -> int:\n"
+            '    """Population of a French city (a slow lookup)."""\n'
+            "    await asyncio.sleep(0.3)\n"
+            "    if city not in CENSUS:\n"
+            "        raise KeyError(f'{city} is not in the census')\n"
+            "    return CENSUS[city]\n\n\n"
+            "@tool\n"
+            "def add_all(values: list[int]) -> int:\n"
+            '    """Sum of the values."""\n'
+            "    return sum(values)"
+        ),
+        code("What is the total population of Paris, Lyon, Nice and Lille?"),
+        new_markdown_cell(
+            "The four lookups overlapped: the run took far less than four sequential "
+            "0.3 s lookups, and the sum started as soon as the last one landed."
+        ),
+        code(
+            "%%python\n"
+            "started = {e.id: e.t for e in _run.events if e.type == 'action_started'}\n"
+            "ended = {e.id: e.t for e in _run.events if e.type == 'action_succeeded'}\n"
+            "lookups = ['paris', 'lyon', 'nice', 'lille']\n"
+            "overlap = max(started[c] for c in lookups) < min(ended[c] for c in lookups)\n"
+            "print('lookups overlapped:', overlap)\n"
+            "last = max(ended[c] for c in lookups)\n"
+            "print('sum started after the last lookup:', started['sum'] >= last)\n"
+            "print('total =', total)"
+        ),
+        code("Now add the population of Atlantis twice."),
+        code(
+            "%%python\n"
+            "for e in _run.events:\n"
+            "    if e.type in ('action_failed', 'action_skipped'):\n"
+            "        print(e.type, e.id, '-', getattr(e, 'error', None) or e.reason)"
+        ),
+        code("%variables", ignore_output=True),
+    ],
+)
+
+write(
+    "03_agent_magic.ipynb",
+    PYTHON,
+    [
+        new_markdown_cell(
+            "# `%%agent` in the stock Python kernel\n\n"
+            "The same engine, view and variables from a cell magic: `%load_ext cortex_kernel`."
+        ),
+        code("%load_ext cortex_kernel"),
+        code(
+            "from cortex_kernel import tool\n\n"
+            "temperatures = [14.5, 16.0, 15.5, 18.0]\n\n\n"
+            "@tool\n"
+            "def mean(values: list[float]) -> float:\n"
+            '    """Arithmetic mean."""\n'
+            "    return round(sum(values) / len(values), 2)"
+        ),
+        code("%%agent --model replay:data/magic.jsonl\nWhat is the mean of {temperatures}?"),
+        code("mean_temp, _response"),
+    ],
+)
+print("written to", HERE)

@@ -1,0 +1,218 @@
+"""Fixtures for the Jupyter tests: the installed kernelspec, replay files, a kernel driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import KernelManager
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def cortex_kernelspec() -> str:
+    """The ``cortex`` kernelspec, installed into sys.prefix if missing or stale."""
+    try:
+        spec = KernelSpecManager().get_kernel_spec("cortex")
+        current = spec.argv[0] == sys.executable
+    except NoSuchKernel:
+        current = False
+    if not current:
+        from cortex_kernel.jupyter.install import install
+
+        assert install(sys_prefix=True) == 0
+    return "cortex"
+
+
+@pytest.fixture(scope="session")
+def replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The replay files of ``data/`` with ``@DATA@`` made absolute (nested models)."""
+    out = tmp_path_factory.mktemp("replay")
+    for source in DATA.glob("*.jsonl"):
+        text = source.read_text(encoding="utf-8").replace("@DATA@", str(out))
+        (out / source.name).write_text(text, encoding="utf-8")
+    return out
+
+
+@dataclass
+class CellResult:
+    """What one execute_request produced."""
+
+    reply: dict[str, Any]
+    iopub: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return str(self.reply["content"]["status"])
+
+    def of_type(self, *types: str) -> list[dict[str, Any]]:
+        return [m for m in self.iopub if m["msg_type"] in types]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(
+            m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stdout"
+        )
+
+    def result_data(self) -> dict[str, Any]:
+        results = self.of_type("execute_result")
+        assert results, f"no execute_result in {[m['msg_type'] for m in self.iopub]}"
+        data: dict[str, Any] = results[-1]["content"]["data"]
+        return data
+
+    def widget_ops(self) -> list[list[Any]]:
+        ops: list[list[Any]] = []
+        for m in self.of_type("comm_msg"):
+            data = m["content"]["data"]
+            if data.get("method") == "custom":
+                ops.extend(data["content"].get("ops", []))
+        return ops
+
+
+class Kernel:
+    """A running kernel driven through jupyter_client, as a front end would."""
+
+    def __init__(self, name: str, env: dict[str, str] | None = None) -> None:
+        self.km = KernelManager(kernel_name=name)
+        self.km.start_kernel(env=env if env is not None else dict(os.environ))
+        self.kc: BlockingKernelClient = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self._buffered: list[dict[str, Any]] = []
+
+    def wait_for_op(self, msg_id: str, kind: str, target: str, state: str, timeout: float) -> None:
+        """Read iopub until a widget delta sets ``target``'s state (messages are kept)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            self._buffered.append(msg)
+            if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] != "comm_msg":
+                continue
+            data = msg["content"]["data"]
+            for op in (
+                data.get("content", {}).get("ops", []) if data.get("method") == "custom" else []
+            ):
+                if op[0] == kind and op[1] == target and op[2].get("state") == state:
+                    return
+        raise AssertionError(f"{target} never reached {state}")
+
+    @property
+    def pid(self) -> int:
+        provisioner = self.km.provisioner
+        assert provisioner is not None
+        pid: int = provisioner.process.pid  # type: ignore[attr-defined]
+        return pid
+
+    def send(self, code: str, cell_id: str | None = None) -> str:
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        msg = self.kc.session.msg("execute_request", content)
+        if cell_id is not None:
+            msg["metadata"]["cellId"] = cell_id
+        self.kc.shell_channel.send(msg)
+        msg_id: str = msg["header"]["msg_id"]
+        return msg_id
+
+    def collect(
+        self, msg_id: str, timeout: float = 60.0, started: float | None = None
+    ) -> CellResult:
+        started = time.monotonic() if started is None else started
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+        seconds = time.monotonic() - started
+        result = CellResult(reply=reply, seconds=seconds)
+        for msg in self._buffered:
+            if msg["parent_header"].get("msg_id") == msg_id:
+                result.iopub.append(msg)
+        self._buffered.clear()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            result.iopub.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        return result
+
+    def run(self, code: str, cell_id: str | None = None, timeout: float = 60.0) -> CellResult:
+        started = time.monotonic()
+        return self.collect(self.send(code, cell_id), timeout, started)
+
+    def python(self, code: str) -> str:
+        """Run Python and return its stdout (the cell must succeed)."""
+        result = self.run(code)
+        assert result.status == "ok", result.reply["content"]
+        return result.stdout
+
+    def shutdown(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+SLEEPER_TOOL = """%%python
+import anyio
+from cortex_kernel.jupyter.runner import runner_for
+
+async def sleeper(seconds: int) -> str:
+    \"\"\"Sleep in a subprocess.\"\"\"
+    await anyio.run_process(["sleep", str(seconds)])
+    return "slept"
+
+runner_for(get_ipython()).session.tools.register(sleeper)
+"""
+
+
+def sleeps(pid: int) -> list[psutil.Process]:
+    """The ``sleep`` processes under ``pid``."""
+    return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "sleep"]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not count)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def dump(result: CellResult) -> str:
+    """Readable iopub traffic for assertion messages."""
+    return json.dumps([(m["msg_type"], m["content"]) for m in result.iopub], default=str)[:4000]
+
+
+@pytest.fixture
+def kernel_factory() -> Iterator[Any]:
+    kernels: list[Kernel] = []
+
+    def start(name: str, env: dict[str, str] | None = None) -> Kernel:
+        kernel = Kernel(name, env)
+        kernels.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in kernels:
+        kernel.shutdown()

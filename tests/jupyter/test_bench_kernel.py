@@ -1,0 +1,35 @@
+"""``benchmarks/bench_kernel.py`` runs (quick mode) and reports every figure.
+
+No wall-clock thresholds here: the goals are checked by reading the figures,
+not by failing a test on a busy machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.kernel
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_kernel.py"
+
+
+def test_bench_kernel_quick(monkeypatch: pytest.MonkeyPatch, cortex_kernelspec: str) -> None:
+    monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
+    spec = importlib.util.spec_from_file_location("bench_kernel_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.main()
+    assert result["quick"] is True
+    for key in ("cortex_s", "python3_s", "ratio"):
+        assert result["startup"][key] > 0
+    for key in ("agent_cell_ms", "pass_cell_ms", "extra_ms"):
+        assert isinstance(result["round_trip"][key], float)
+    stream = result["stream"]
+    assert "error" not in stream, stream
+    assert stream["updates"] >= 2
+    assert stream["messages_per_second"] > 0
+    assert stream["bytes_per_update_mean"] > 0

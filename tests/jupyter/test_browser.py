@@ -1,0 +1,231 @@
+"""The live view in a real browser: JupyterLab on 127.0.0.1, Debian's Chromium via Playwright.
+
+An agent cell runs on a slow replay model. A MutationObserver, installed
+before JupyterLab loads, records every state each action node shows and
+when partial and final responses first appear — proof that the view was
+updated live (running, then succeeded; a partial response before the final
+one), not only drawn at the end. A screenshot of the view is saved (set
+``CORTEX_UPDATE_SCREENSHOT=1`` to refresh ``docs/view.png``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+TOKEN = "cortex-browser-test"
+
+OBSERVER = """
+(() => {
+  const log = { states: {}, partialAt: null, finalAt: null, events: 0 };
+  window.__cortexLog = log;
+  const record = (el) => {
+    if (!(el instanceof Element)) return;
+    const found = el.matches(".cortex-node, .cortex-response") ? [el] : [];
+    found.push(...el.querySelectorAll(".cortex-node, .cortex-response"));
+    for (const node of found) {
+      if (node.classList.contains("cortex-node")) {
+        const seq = (log.states[node.dataset.id] ||= []);
+        if (seq[seq.length - 1] !== node.dataset.state) seq.push(node.dataset.state);
+      } else if (node.dataset.final === "false" && log.partialAt === null) {
+        log.partialAt = performance.now();
+      } else if (node.dataset.final === "true" && log.finalAt === null) {
+        log.finalAt = performance.now();
+      }
+    }
+  };
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      log.events += 1;
+      m.addedNodes.forEach(record);
+      if (m.type === "attributes") record(m.target);
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true,
+                         attributeFilter: ["data-state", "data-final"] });
+})();
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _ensure_chromium() -> None:
+    if not CHROMIUM.exists():
+        subprocess.run([str(ROOT / "scripts" / "ensure-chromium.sh")], check=True, timeout=900)
+
+
+@pytest.fixture
+def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[dict[str, Any]]:
+    """A JupyterLab server on 127.0.0.1 with one agent notebook, in a temp root."""
+    root = tmp_path / "root"
+    root.mkdir()
+    # A plain message cell of the Cortex kernel; the model comes from the
+    # environment the server passes to its kernels.
+    cell = "What is the capital of France? Add one fact about it."
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": "agent-cell",
+                "metadata": {},
+                "outputs": [],
+                "source": cell,
+            }
+        ],
+        "metadata": {
+            "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (root / "view.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "IPYTHONDIR": str(tmp_path / "ipython"),
+        "CORTEX_MODEL": f"replay:{replay_dir}/view_demo.jsonl?tps=30",
+    }
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            "--FileContentsManager.delete_to_trash=False",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "server.log", "wb"),  # noqa: SIM115 - closed with the process
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    log = (tmp_path / "server.log").read_text(errors="replace")
+                    raise RuntimeError(f"JupyterLab did not start:\n{log[-3000:]}") from None
+                time.sleep(0.2)
+        yield {"url": f"http://127.0.0.1:{port}/lab/tree/view.ipynb?token={TOKEN}", "tmp": tmp_path}
+    finally:
+        # Server and kernels share the session: stop them together.
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    tmp: Path = lab["tmp"]
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp / "chromium-profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            viewport={"width": 1100, "height": 800},
+            env={
+                **os.environ,
+                "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+                "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
+            },
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        try:
+            context.add_init_script(OBSERVER)
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(lab["url"])
+            page.wait_for_function(
+                """() => {
+                    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                    const k = w && w.sessionContext && w.sessionContext.session
+                        && w.sessionContext.session.kernel;
+                    return k && k.status === "idle";
+                }""",
+                timeout=90_000,
+            )
+            # Not awaited: the command's promise settles only when the cell is done.
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.wait_for_function(
+                "() => (window.__cortexLog.states.a1 || []).includes('running')",
+                timeout=60_000,
+            )
+            status = page.evaluate("document.querySelector('.cortex-view').dataset.status")
+            assert status == "running"  # seen mid-run, not drawn at the end
+            # A clip, not an element screenshot: that waits for the element to
+            # stop moving, i.e. for the end of the run.
+            box = page.locator(".jp-Cell").first.bounding_box()
+            assert box is not None
+            running_shot = tmp / "view-running.png"
+            page.screenshot(path=str(running_shot), clip=box)
+            page.wait_for_selector('.cortex-view[data-status="ok"]', timeout=90_000)
+            page.wait_for_selector(".jp-OutputArea-output >> text=The capital is", timeout=30_000)
+            log = page.evaluate("window.__cortexLog")
+            shot = tmp / "view.png"
+            page.locator(".jp-Cell").first.screenshot(path=str(shot))
+        finally:
+            context.close()
+
+    states: dict[str, list[str]] = log["states"]
+    for action in ("a1", "a3"):
+        seen = states.get(action, [])
+        assert "running" in seen and "succeeded" in seen, states
+        assert seen.index("running") < seen.index("succeeded"), states
+    assert log["partialAt"] is not None and log["finalAt"] is not None, log
+    assert log["partialAt"] < log["finalAt"], log
+    assert shot.stat().st_size > 5000
+    print(f"screenshot: {shot}")
+    if os.environ.get("CORTEX_UPDATE_SCREENSHOT"):
+        shutil.copy(shot, ROOT / "docs" / "view.png")
+        shutil.copy(running_shot, ROOT / "docs" / "view-running.png")

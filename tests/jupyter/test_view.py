@@ -1,0 +1,104 @@
+"""The widget: coalesced sends, the final state, the static representations."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cortex_kernel.jupyter.view import FLUSH_INTERVAL, RunView, widgets_dir
+from cortex_kernel.protocol.events import ThoughtDelta, ThoughtStart
+from cortex_kernel.runtime.events import RunFinished, RunStarted
+
+from .test_viewstate import run_events
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class RecordingView(RunView):
+    """A RunView that keeps what it would send over the comm."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, content: Any, buffers: Any = None) -> None:
+        self.sent.append(content)
+
+
+def test_front_end_files_resolve() -> None:
+    assert (widgets_dir() / "view.js").is_file()
+    assert (widgets_dir() / "view.css").is_file()
+
+
+def test_front_end_resolves_from_a_wheel_layout(tmp_path: Path) -> None:
+    """A wheel ships widgets/ as cortex_kernel/_widgets (pyproject force-include)."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "cortex_kernel", site / "cortex_kernel", ignore=_pycache)
+    shutil.copytree(ROOT / "widgets", site / "cortex_kernel" / "_widgets")
+    code = (
+        "import cortex_kernel.jupyter.view as v; "
+        "print(v.widgets_dir()); print(len(v.RunView()._esm) > 1000)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == [str(site / "cortex_kernel" / "_widgets"), "True"]
+
+
+def _pycache(_folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if name == "__pycache__"]
+
+
+def test_token_stream_is_coalesced() -> None:
+    async def stream() -> RecordingView:
+        view = RecordingView()
+        view.push(RunStarted(t=0.0, run_id="r", message="m", model="x"))
+        view.push(ThoughtStart(span=(0, 0)))
+        # 2,000 tokens a second for 0.5 s.
+        for _ in range(100):
+            for _ in range(10):
+                view.push(ThoughtDelta(span=(0, 0), text="tok "))
+            await asyncio.sleep(0.005)
+        view.push(RunFinished(t=0.6, status="ok", answer="done"))
+        await asyncio.sleep(2 * FLUSH_INTERVAL)
+        return view
+
+    view = asyncio.run(stream())
+    assert len(view.sent) <= 0.6 / FLUSH_INTERVAL + 3
+    assert view.messages_sent == len(view.sent)
+    text = "".join(op[2] for msg in view.sent for op in msg["ops"] if op[0] == "th")
+    assert text == "tok " * 1000
+    # The final state is in the last message and in the stored snapshot.
+    assert ["run", {"status": "ok", "status_message": "", "answer": "done"}] in view.sent[-1]["ops"]
+    view.finish()
+    assert view.snapshot["doc"]["status"] == "ok"
+    assert [m["seq"] for m in view.sent] == list(range(1, len(view.sent) + 1))
+
+
+def test_sync_request_sends_pending_ops_then_the_document() -> None:
+    view = RecordingView()
+    view.state.apply(RunStarted(t=0.0, run_id="r", message="m", model="x"))
+    view._on_front_end_msg(view, {"type": "sync"}, [])
+    assert "ops" in view.sent[0] and view.sent[1]["snapshot"]["run_id"] == "r"
+    assert view.sent[1]["seq"] == view.sent[0]["seq"]
+
+
+def test_mimebundle_reads_without_the_widget() -> None:
+    view = RecordingView()
+    for event in run_events():
+        view.state.apply(event)
+    data, _ = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"].startswith("Cortex run [ok]")
+    assert "set_variable" in data["text/markdown"]
+    assert "set_variable" in data["text/html"]

@@ -1,0 +1,178 @@
+"""The view's state: events folded into a document and merged deltas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cortex_kernel.jupyter.viewstate import RunState, render_html, render_markdown, render_text
+from cortex_kernel.protocol.events import (
+    ActionParsed,
+    ResponseDelta,
+    ResponseEnd,
+    ResponseStart,
+    ThoughtDelta,
+    ThoughtEnd,
+    ThoughtStart,
+)
+from cortex_kernel.protocol.models import Action, ActionMode, ActionType
+from cortex_kernel.runtime.events import (
+    ActionCancelled,
+    ActionQueued,
+    ActionStarted,
+    ActionSucceeded,
+    RunFinished,
+    RunStarted,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+    VariableBound,
+)
+
+ACTION = Action(
+    id="a1",
+    type=ActionType.INTERNAL,
+    mode=ActionMode.ASYNC,
+    output_key="x",
+    body={"name": "set_variable", "parameters": {"name": "x", "value": 42}},
+)
+B = Action(id="a2", type=ActionType.LLM, depends_on=("a1",), body={"prompt": "double $x"})
+
+
+def run_events() -> list[Any]:
+    sp = (0, 0)
+    return [
+        RunStarted(t=0.0, run_id="r1", message="hi", model="replay:x"),
+        TurnStarted(t=0.0, turn=1),
+        ThoughtStart(span=sp),
+        *[ThoughtDelta(span=sp, text=c) for c in "thinking hard"],
+        ActionParsed(span=sp, action=ACTION),
+        ActionQueued(t=0.1, id="a1", action=ACTION),
+        ActionStarted(t=0.1, id="a1"),
+        ActionSucceeded(t=0.2, id="a1", preview="42", duration=0.1),
+        VariableBound(t=0.2, name="x", id="a1", type_name="int", preview="42"),
+        ActionQueued(t=0.2, id="a2", action=B, depends_on=("a1",), waiting_on=("a1",)),
+        ActionStarted(t=0.3, id="a2"),
+        ActionCancelled(t=0.4, id="a2"),
+        ThoughtEnd(span=sp),
+        ResponseStart(span=sp, final=False),
+        *[ResponseDelta(span=sp, text=c) for c in "working"],
+        ResponseEnd(span=sp, final=False),
+        ResponseStart(span=sp),
+        ResponseDelta(span=sp, text="The answer is $x"),
+        ResponseEnd(span=sp),
+        TurnEnded(t=0.5, turn=1, reason="stream_end", usage=Usage(turns=1, completion_tokens=30)),
+        RunFinished(
+            t=0.5,
+            status="ok",
+            answer="The answer is 42",
+            usage=Usage(turns=1, prompt_tokens=10, completion_tokens=30, seconds=0.5),
+        ),
+    ]
+
+
+def test_document_after_a_run() -> None:
+    state = RunState()
+    for event in run_events():
+        state.apply(event)
+    doc = state.doc
+    assert doc["status"] == "ok"
+    assert doc["answer"] == "The answer is 42"
+    assert doc["thoughts"] == [{"text": "thinking hard", "done": True}]
+    assert [r["text"] for r in doc["responses"]] == ["working", "The answer is $x"]
+    assert doc["nodes"]["a1"]["state"] == "succeeded"
+    assert doc["nodes"]["a1"]["preview"] == "42"
+    assert doc["nodes"]["a2"]["state"] == "cancelled"
+    assert doc["nodes"]["a2"]["deps"] == ["a1"]
+    assert doc["variables"]["x"] == {"type": "int", "preview": "42"}
+    assert doc["footer"]["tokens"] == 40
+    assert doc["footer"]["turns"] == 1
+
+
+def test_pending_ops_are_merged_per_target() -> None:
+    state = RunState()
+    for event in run_events():
+        state.apply(event)
+    ops = state.take_ops()
+    thought_ops = [op for op in ops if op[0] == "th"]
+    assert thought_ops == [["th", 0, "thinking hard", True]]
+    node_ops = [op for op in ops if op[0] == "n" and op[1] == "a1"]
+    assert len(node_ops) == 1 and node_ops[0][2]["state"] == "succeeded"
+    assert not state.dirty
+    assert state.take_ops() == []
+
+
+def test_replaying_ops_rebuilds_the_document() -> None:
+    """Applying every batch (as view.js does) gives the same document."""
+    state = RunState()
+    replica: dict[str, Any] = RunState().doc
+    for event in run_events():
+        state.apply(event)
+        for op in state.take_ops():
+            _apply(replica, op)
+    assert replica == state.doc
+
+
+def _apply(doc: dict[str, Any], op: list[Any]) -> None:
+    # A Python twin of applyOps in widgets/view.js.
+    kind = op[0]
+    if kind == "run":
+        doc.update(op[1])
+    elif kind == "th":
+        while len(doc["thoughts"]) <= op[1]:
+            doc["thoughts"].append({"text": "", "done": False})
+        doc["thoughts"][op[1]]["text"] += op[2]
+        doc["thoughts"][op[1]]["done"] = op[3]
+    elif kind == "tx":
+        doc["text"] += op[1]
+    elif kind == "rs":
+        while len(doc["responses"]) <= op[1]:
+            doc["responses"].append({"text": "", "final": op[3], "done": False})
+        r = doc["responses"][op[1]]
+        r["text"] += op[2]
+        r["final"], r["done"] = op[3], op[4]
+    elif kind == "n":
+        if op[1] not in doc["nodes"]:
+            doc["nodes"][op[1]] = {}
+            doc["order"].append(op[1])
+        doc["nodes"][op[1]].update(op[2])
+    elif kind == "w":
+        doc["warnings"].append(op[1])
+    elif kind == "v":
+        doc["variables"][op[1]] = op[2]
+    elif kind == "f":
+        doc["footer"] = op[1]
+
+
+def test_static_renderings() -> None:
+    state = RunState()
+    for event in run_events():
+        state.apply(event)
+    text = render_text(state.doc)
+    assert text.splitlines()[0] == "Cortex run [ok]"
+    assert "a1 internal set_variable (async): succeeded" in text
+    assert "a2 llm double $x: cancelled <- a1" in text
+    md = render_markdown(state.doc)
+    assert "> thinking hard" in md and "*working*" in md
+    html = render_html(state.doc)
+    assert "<details>" in html and "set_variable" in html and "<script" not in html
+
+
+def test_static_text_is_stable_before_the_run() -> None:
+    assert render_text(RunState().doc) == "Cortex run [running]"
+
+
+def test_nested_run_becomes_a_subtree() -> None:
+    state = RunState()
+    outer = Action(id="a1", type=ActionType.AGENT, body={"name": "helper", "message": "m"})
+    inner = Action(id="a1/a1", type=ActionType.LLM, body={"prompt": "p"})
+    for event in [
+        RunStarted(t=0, run_id="r", message="m", model="x"),
+        ActionQueued(t=0, id="a1", action=outer),
+        RunStarted(t=0.1, run_id="r2", message="m", model="x", parent="a1"),
+        ActionQueued(t=0.1, id="a1/a1", action=inner),
+        RunFinished(t=0.2, status="ok"),
+    ]:
+        state.apply(event)
+    assert state.doc["status"] == "running"  # the nested run's end is not the run's
+    assert state.doc["nodes"]["a1/a1"]["parent"] == "a1"
+    assert "    ○ a1/a1 llm p: queued" in render_text(state.doc)
