@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["available_benchmarks", "benchmarks_dir", "run_benchmarks"]
+__all__ = ["available_benchmarks", "benchmarks_dir", "load_benchmark", "run_benchmarks"]
 
 
 def benchmarks_dir() -> Path:
@@ -37,7 +37,8 @@ def available_benchmarks() -> list[str]:
     return sorted(p.stem.removeprefix("bench_") for p in benchmarks_dir().glob("bench_*.py"))
 
 
-def _load(name: str) -> Any:
+def load_benchmark(name: str) -> Any:
+    """Import ``benchmarks/bench_<name>.py`` as a module (tests use it too)."""
     path = benchmarks_dir() / f"bench_{name}.py"
     spec = importlib.util.spec_from_file_location(f"cortex_bench_{name}", path)
     if spec is None or spec.loader is None:
@@ -64,7 +65,7 @@ def run_benchmarks(name: str | None = None) -> int:
     for bench in names:
         print(f"== bench {bench} ==", flush=True)
         started = time.time()
-        result = _load(bench).main()
+        result = load_benchmark(bench).main()
         result.setdefault("benchmark", bench)
         result.setdefault("timestamp", started)
         out = results_dir / f"{bench}.json"

@@ -20,9 +20,10 @@ __all__ = ["TagAttributes", "parse_attributes", "split_ids"]
 _ATTR_RE = re.compile(
     r"""([^\s=/"'\[\]]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|(\[[^\]]*\]?)|([^\s"'\[\]]+)))?|(\S)"""
 )
-# The common case, read in one go: lower-case names, double-quoted values.
-_SIMPLE_RE = re.compile(r'(?:\s+[a-z_]+="[^"]*")*\s*')
-_SIMPLE_PAIR_RE = re.compile(r'([a-z_]+)="([^"]*)"')
+# The common case, read in one go: lower-case names, double-quoted values
+# (the parser also reads it inline, with these two).
+SIMPLE_ATTRS_RE = re.compile(r'(?:\s+[a-z_]+="[^"]*")*\s*')
+SIMPLE_PAIR_RE = re.compile(r'([a-z_]+)="([^"]*)"')
 _CACHE: dict[str, TagAttributes] = {}
 _CACHE_SIZE = 256
 _ID_RE = re.compile(r"""[^\s,\[\]"']+""")
@@ -62,8 +63,8 @@ def parse_attributes(text: str) -> TagAttributes:
     cached = _CACHE.get(text)
     if cached is not None:
         return TagAttributes(dict(cached.attrs), cached.self_closing, cached.junk)
-    if _SIMPLE_RE.fullmatch(text):
-        pairs = _SIMPLE_PAIR_RE.findall(text)
+    if SIMPLE_ATTRS_RE.fullmatch(text):
+        pairs = SIMPLE_PAIR_RE.findall(text)
         simple = dict(pairs)
         if len(simple) == len(pairs):  # no duplicate (the first would win)
             return TagAttributes(simple, False, "")

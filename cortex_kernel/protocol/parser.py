@@ -24,18 +24,36 @@ next tag this state knows (every other ``<`` is text); when there is none,
 the last ``<`` of the buffer may still become one
 (:func:`~._scanner.could_become_tag`), and it and what follows are held back
 until more input arrives. Text is emitted as soon as it is known
-to be text, so a widget streams it. Bodies are scanned by
-:class:`~._scanner.BodyScanner` and kept until their closing tag, which
-produces the ``action_parsed`` (or ``action_error``) event in the very
+to be text, so a widget streams it. A body is kept until its closing tag,
+which produces the ``action_parsed`` (or ``action_error``) event in the very
 ``feed`` call that delivers its ``>`` (early dispatch, SPEC §2.2).
 
 Speed (SPEC §2.2 item 5) comes from doing per chunk as little Python as
-possible: a chunk of plain text in a text state is one ``in`` test and one
-event (built without pydantic validation, see :mod:`._fast`); a chunk that
-cannot decide anything — part of a body with no ``>``, or part of a held
-opening tag with neither ``<`` nor ``>`` — is only appended to a list; all
-other work is one pass with a cursor over the buffer (:meth:`Parser._run`).
-None of this changes which events come out, only when the work is done.
+possible, without changing which events come out (only when the work is
+done):
+
+- a chunk of plain text in a text state with nothing held is one ``in``
+  test and one event, built in place without pydantic validation (see
+  :mod:`._fast`); so are the other events of the common tags, in the loop
+  of :meth:`Parser._run`;
+- a chunk that cannot decide anything — part of a body with no ``>``, part
+  of a held opening tag with neither ``<`` nor ``>``, a held ``<`` + part of
+  a tag name that is still one (``_State.prefixes``, ``_State.held_open_re``:
+  what :func:`~._scanner.could_become_tag` would hold, decided by a set
+  lookup or one regex) — is only appended to the held input; a chunk of text
+  with one ``<`` and no ``>`` after it is split there in ``feed`` itself;
+- everything else is one pass with a cursor over the buffer
+  (:meth:`Parser._run`), which reads the common tags (attributes in one
+  regex) inline;
+- a body is not scanned while it holds no ``</``: it stays one string in the
+  buffer, and when its first ``</`` is the usual closing tag with only plain
+  JSON before it (no ``'``, no backslash, quotes paired), that is where
+  :class:`~._scanner.BodyScanner` would have stopped; any other body is
+  handed to the scanner, from its start, and scanned incrementally after;
+- an action body of strict JSON is decoded by the C scanner of
+  :mod:`json` and the :class:`Action` built unvalidated when every field
+  was checked (:func:`~._actions.fast_action`); anything else goes through
+  :func:`~._actions.build_action` and its lenient repairs, as before.
 
 Spans
 -----
@@ -73,7 +91,7 @@ import re
 from typing import Any, Final
 
 from ._actions import build_action, build_feed, fast_action
-from ._attributes import parse_attributes
+from ._attributes import SIMPLE_ATTRS_RE, SIMPLE_PAIR_RE, parse_attributes
 from ._fast import build, constructor, new, set_dict, set_extra, set_fields_set, set_private
 from ._scanner import MAX_ATTRS, BodyScanner, Tag, could_become_tag, tag_pattern
 from .events import (
@@ -167,9 +185,9 @@ ACTION: Final = _State("ACTION", close_tag="</action>")
 FEED: Final = _State("FEED", close_tag="</context_feed>")
 
 _OPEN_TAG_PREFIX_RE: Final = re.compile(r"<[A-Za-z_]+[\s/]")
-# The attributes of most tags, read in one go (else parse_attributes).
-_SIMPLE_ATTRS_RE: Final = re.compile(r'(?:\s+[a-z_]+="[^"]*")*\s*')
-_SIMPLE_PAIR_RE: Final = re.compile(r'([a-z_]+)="([^"]*)"')
+# Beyond this many characters a body is handed to the scanner even without
+# a `</`, so the buffer (copied when a chunk is added) stays short.
+_UNSCANNED_BODY_MAX: Final = 4096
 _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 
@@ -289,32 +307,65 @@ class Parser:
             set_extra(event, None)
             set_private(event, None)
             return [event]
-        if self._text_cls is not None:
-            if not self._buf:  # a `<` to look at
-                pass
-            elif not self._held_open_tag:
-                # self._buf is a held `<` + part of a name: still one?
-                if "<" not in text and ">" not in text:
-                    held = self._buf + text
-                    if held.isascii() and held.lower() in self._state.prefixes:
-                        self._buf = held
-                        return []
-            elif (
-                "<" not in text
-                and ">" not in text
-                and len(self._buf) + self._pending_size + len(text) < MAX_ATTRS
-            ):
-                # Inside the attributes of a held opening tag only `>`, `<` or
-                # the length limit can decide anything: wait for them.
+        text_cls = self._text_cls
+        if text_cls is None:
+            if ">" not in text:
+                # In a body, only a chunk with a `>` can complete the closing
+                # tag: keep the others unscanned until one arrives (or the end).
                 self._pending.append(text)
-                self._pending_size += len(text)
                 return []
-            self._held_open_tag = False
-        elif ">" not in text:
-            # In a body, only a chunk with a `>` can complete the closing tag:
-            # keep the others unscanned until one arrives (or the stream ends).
+        elif not self._buf:
+            # One `<`, no `>` after it: text, then perhaps the start of a tag.
+            lt = text.rfind("<")
+            if text.find("<") == lt and text.find(">", lt) < 0:
+                state = self._state
+                tail = text[lt:]
+                if tail.isascii() and tail.lower() in state.prefixes:
+                    held_open_tag = False
+                elif state.held_open_re.match(tail) is not None:
+                    held_open_tag = True
+                else:
+                    held_open_tag = None
+                if held_open_tag is not None:
+                    start = self._base
+                    self._base = start + lt
+                    self._buf = tail
+                    self._held_open_tag = held_open_tag
+                    self._hot = None
+                    if not lt:
+                        return []
+                    data = self._text_data.copy()
+                    data["span"] = (start, start + lt)
+                    data["text"] = text[:lt]
+                    event = new(text_cls)
+                    set_dict(event, data)
+                    set_fields_set(event, _TEXT_FIELDS)
+                    set_extra(event, None)
+                    set_private(event, None)
+                    return [event]
+        elif not self._held_open_tag:
+            # self._buf is a held `<` + part of a name: still one?
+            if "<" not in text and ">" not in text:
+                held = self._buf + text
+                if held.isascii() and held.lower() in self._state.prefixes:
+                    self._buf = held
+                    return []
+                if self._state.held_open_re.match(held) is not None:
+                    # Now a name and the start of the attributes.
+                    self._buf = held
+                    self._held_open_tag = True
+                    return []
+        elif (
+            "<" not in text
+            and ">" not in text
+            and len(self._buf) + self._pending_size + len(text) < MAX_ATTRS
+        ):
+            # Inside the attributes of a held opening tag only `>`, `<` or
+            # the length limit can decide anything: wait for them.
             self._pending.append(text)
+            self._pending_size += len(text)
             return []
+        self._held_open_tag = False
         if self._pending:
             self._pending.append(text)
             text = "".join(self._pending)
@@ -388,11 +439,13 @@ class Parser:
                     # before it (no `'`, no escape, quotes paired), that is
                     # the end the scanner would find.
                     lt = buf.find("</", i + self._checked)
-                    if lt < 0:
-                        self._checked = max(0, n - i - 1)
-                        break
                     close_tag = state.close_tag
-                    if buf.startswith(close_tag, lt):
+                    if lt < 0:
+                        if n - i <= _UNSCANNED_BODY_MAX:
+                            self._checked = max(0, n - i - 1)
+                            break
+                        # A long body: scan it, rather than copy it at every feed.
+                    elif buf.startswith(close_tag, lt):
                         body = buf[i:lt]
                         if "'" not in body and "\\" not in body and not body.count('"') & 1:
                             i = lt + len(close_tag)
@@ -446,10 +499,12 @@ class Parser:
                     self._finish_feed(events, (self._elem_start, base + i), self._attrs, body)
                 state = self._parent
                 continue
-            whole = state.tag_re.search(buf, i)
+            lt = buf.find("<", i)
+            whole = state.tag_re.search(buf, lt) if lt >= 0 else None
             if whole is None:
                 # No complete tag: only the last `<` may still become one.
-                lt = buf.rfind("<", i)
+                if lt >= 0:
+                    lt = buf.rfind("<", lt)
                 if lt < 0 or final:
                     lt = n
                 elif state.held_open_re.match(buf, lt) is not None:
@@ -529,8 +584,8 @@ class Parser:
                 )
                 state = THOUGHT
                 continue
-            if name == "action" and _SIMPLE_ATTRS_RE.fullmatch(attr_text):
-                pairs = _SIMPLE_PAIR_RE.findall(attr_text)
+            if name == "action" and SIMPLE_ATTRS_RE.fullmatch(attr_text):
+                pairs = SIMPLE_PAIR_RE.findall(attr_text)
                 attrs = dict(pairs)
                 if len(attrs) == len(pairs):  # no duplicate (the first would win)
                     action_id = attrs.get("id", "").strip() or self._ids.new()
@@ -559,19 +614,19 @@ class Parser:
                     self._open_id = action_id
                     state = ACTION
                     continue
-            elif name == "response" and _SIMPLE_ATTRS_RE.fullmatch(attr_text):
-                pairs = _SIMPLE_PAIR_RE.findall(attr_text)
+            elif name == "response" and SIMPLE_ATTRS_RE.fullmatch(attr_text):
+                pairs = SIMPLE_PAIR_RE.findall(attr_text)
                 attrs = dict(pairs)
                 if len(attrs) == len(pairs):
                     word = attrs.get("final")
                     if word is None:
-                        final: bool | None = True
+                        is_final: bool | None = True
                     else:
                         word = word.strip().lower()
-                        final = (
+                        is_final = (
                             False if word in _FALSE_WORDS else True if word in _TRUE_WORDS else None
                         )
-                    if final is not None:  # else _handle_tag warns
+                    if is_final is not None:  # else _handle_tag warns
                         append(
                             build(
                                 ResponseStart,
@@ -580,12 +635,12 @@ class Parser:
                                     "span": span,
                                     "t": None,
                                     "turn": None,
-                                    "final": final,
+                                    "final": is_final,
                                 },
                                 _FINAL_FIELDS,
                             )
                         )
-                        self._final = final
+                        self._final = is_final
                         state = RESPONSE
                         continue
             self._state = state

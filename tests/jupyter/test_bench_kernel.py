@@ -6,23 +6,16 @@ not by failing a test on a busy machine.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-pytestmark = pytest.mark.kernel
+from cortex_kernel.bench import load_benchmark
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_kernel.py"
+pytestmark = pytest.mark.kernel
 
 
 def test_bench_kernel_quick(monkeypatch: pytest.MonkeyPatch, cortex_kernelspec: str) -> None:
     monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
-    spec = importlib.util.spec_from_file_location("bench_kernel_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = module.main()
+    result = load_benchmark("kernel").main()
     assert result["quick"] is True
     for key in ("cortex_s", "python3_s", "ratio"):
         assert result["startup"][key] > 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +35,28 @@ def test_front_end_files_resolve() -> None:
     assert (widgets_dir() / "view.css").is_file()
 
 
-def test_front_end_resolves_from_a_wheel_layout(tmp_path: Path) -> None:
-    """A wheel ships widgets/ as cortex_kernel/_widgets (pyproject force-include)."""
+def test_front_end_renders_from_an_installed_wheel(tmp_path: Path) -> None:
+    """A real wheel ships widgets/ as cortex_kernel/_widgets and the view loads it."""
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [*build, "-w", str(tmp_path / "dist"), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("cortex_kernel-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    for shipped in (
+        "cortex_kernel/_widgets/view.js",
+        "cortex_kernel/_widgets/view.css",
+        "cortex_kernel/jupyter/nbval-sanitize.cfg",
+        "cortex_kernel/jupyter/resources/logo-64x64.png",
+        "cortex_kernel/llm/demo_transcript.jsonl",
+    ):
+        assert shipped in names
     site = tmp_path / "site"
-    shutil.copytree(ROOT / "cortex_kernel", site / "cortex_kernel", ignore=_pycache)
-    shutil.copytree(ROOT / "widgets", site / "cortex_kernel" / "_widgets")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)  # what `pip install --target` lays down
     code = (
         "import cortex_kernel.jupyter.view as v; "
         "print(v.widgets_dir()); print(len(v.RunView()._esm) > 1000)"
@@ -53,10 +70,6 @@ def test_front_end_resolves_from_a_wheel_layout(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert out == [str(site / "cortex_kernel" / "_widgets"), "True"]
-
-
-def _pycache(_folder: str, names: list[str]) -> list[str]:
-    return [name for name in names if name == "__pycache__"]
 
 
 def test_token_stream_is_coalesced() -> None:

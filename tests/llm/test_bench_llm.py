@@ -6,30 +6,16 @@ enforced by the test suite.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_llm.py"
-
-
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("cortex_bench_llm_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from cortex_kernel.bench import load_benchmark
 
 
 def test_quick_llm_bench_reports_every_figure(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
-    result = _load().main()
+    result = load_benchmark("llm").main()
     assert result["quick"] is True
     assert result["chunks"] == 200 and result["rate_chunks_per_s"] == 1000.0
     for key in (

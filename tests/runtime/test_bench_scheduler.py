@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_scheduler.py"
-
-
-def load() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_scheduler_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from cortex_kernel.bench import load_benchmark
 
 
 def test_lower_bound_and_baselines_on_a_known_dag() -> None:
-    bench = load()
+    bench = load_benchmark("scheduler")
     dag = [("a", (), 1.0), ("b", ("a",), 2.0), ("c", (), 0.5), ("d", ("b", "c"), 1.0)]
     arrival = {"a": 0.0, "b": 0.1, "c": 0.2, "d": 3.5}
     # chains: a=4, b=3, c=1.5, d=1 -> max(0+4, 0.1+3, 0.2+1.5, 3.5+1) = 4.5
@@ -32,7 +20,7 @@ def test_lower_bound_and_baselines_on_a_known_dag() -> None:
 
 def test_quick_benchmark_reports_its_figures(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
-    result = load().main()
+    result = load_benchmark("scheduler").main()
     assert result["quick"] is True
     dags = result["random_dags"]
     assert set(dags["shapes"]) == {

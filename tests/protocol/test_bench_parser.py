@@ -6,30 +6,16 @@ enforced by the test suite.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_parser.py"
-
-
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("cortex_bench_parser_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from cortex_kernel.bench import load_benchmark
 
 
 def test_quick_parser_bench_reports_every_figure(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
-    result = _load().main()
+    result = load_benchmark("parser").main()
     assert result["document_chars"] >= 90_000
     assert result["actions"] > 0
     assert set(result["chunks"]) == {"4", "16", "256"}
@@ -49,7 +35,7 @@ def test_bench_document_is_well_formed_xml_and_parses_cleanly() -> None:
 
     from cortex_kernel.protocol import Parser
 
-    bench = _load()
+    bench = load_benchmark("parser")
     document = bench.build_document(20_000)
     ET.fromstring(f"<root>{document}</root>")
     parser = Parser()
