@@ -203,6 +203,22 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+_NO_KEY_MARKERS = (
+    "missing credentials",
+    "api_key client option must be set",
+    "no api key",
+    "api key not found",
+    "missing api key",
+)
+
+
+def _is_missing_key(exc: BaseException) -> bool:
+    # The OpenAI SDK raises "Missing credentials…" before any request, and
+    # litellm wraps it as a 500; it is a configuration problem, not an outage.
+    text = " ".join(str(current) for current in _chain(exc)).lower()
+    return any(marker in text for marker in _NO_KEY_MARKERS)
+
+
 def is_retryable(exc: BaseException) -> bool:
     """Whether a failure before the first token is worth another attempt.
 
@@ -210,6 +226,8 @@ def is_retryable(exc: BaseException) -> bool:
     or a too-long prompt are not (a retry would fail the same way).
     """
     if _is_programming_error(exc):
+        return False
+    if _is_missing_key(exc):
         return False
     exc = _unwrap(exc)
     if _is_context_window(exc):
@@ -262,7 +280,7 @@ def _detail(exc: BaseException, secrets: Iterable[str | None]) -> str:
     text = _PREFIX.sub("", text.strip())
     # litellm appends debugging hints and the original traceback; keep the first line.
     text = text.splitlines()[0] if text else type(exc).__name__
-    text = redact(text, secrets)
+    text = redact(text, secrets).rstrip(". ")
     return text[:300] + ("…" if len(text) > 300 else "")
 
 
@@ -329,10 +347,11 @@ def map_error(
             f"Model {model!r} did not answer{limit}{tries}. Raise the model's `timeout` "
             "option, check the provider's status, or choose another model (--model)."
         )
-    elif status in (401, 403):
+    elif status in (401, 403) or _is_missing_key(exc):
         hint = f"Set {env} in the kernel's environment" if env else "Set the provider's API key"
         error = AuthenticationError(
-            f"The provider rejected the credentials for model {model!r} ({status}): {detail}. "
+            f"The provider rejected the credentials for model {model!r}"
+            f"{f' ({status})' if status in (401, 403) else ''}: {detail}. "
             f"{hint} (or pass the model's `api_key` option), then restart the kernel "
             "or choose another model (--model / %model)."
         )

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from cortex_kernel.exceptions import (
+    AuthenticationError,
     ConnectionFailed,
     ModelError,
     ModelTimeout,
@@ -105,3 +106,17 @@ def test_error_messages_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     error = map_error(StatusError(401, "bad key sk-env-secret-99999"), model="openai/x")
     assert "sk-env-secret-99999" not in str(error)
     assert "OPENAI_API_KEY" in str(error)
+
+
+def test_a_missing_key_is_an_authentication_error_not_an_outage() -> None:
+    # What the OpenAI SDK raises with no key, as litellm wraps it (a 500).
+    exc = StatusError(
+        500,
+        "OpenAIException - Missing credentials. Please pass an `api_key`, or set the "
+        "`OPENAI_API_KEY` environment variable.",
+    )
+    assert not is_retryable(exc)
+    error = map_error(exc, model="openai/gpt-4o-mini")
+    assert isinstance(error, AuthenticationError)
+    assert "Set OPENAI_API_KEY" in str(error)
+    assert ".." not in str(error)
