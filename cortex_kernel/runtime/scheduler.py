@@ -8,8 +8,10 @@ node settles, it walks its dependents and decrements their counters; a
 dependent whose counter reaches zero is queued right there, in the same
 call, and an idle worker is woken. Workers are tasks of the run's task group,
 at most ``max_parallel`` of them, started when actions *arrive* (so spawning
-a task is never on the critical path) and gone once no action is open; a
-dispatch is one deque append and one wake-up.
+a task is never on the critical path) and gone once no action is open. An
+idle worker parks with the cancel scope of its next action already entered;
+a dispatch hands the node to a parked worker (one future resolved, one
+wake-up), or queues it when every worker is busy.
 
 Each action runs in its own cancel scope inside the run's task group (or, for
 ``fire_and_forget``, inside a longer-lived background task group), so a
@@ -25,19 +27,22 @@ it. A submission that would close a cycle is rejected (``action_error``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..exceptions import ActionError, ReferenceError_, UnknownActionError
+from ..protocol._fast import new, set_dict, set_extra, set_fields_set, set_private
 from ..protocol.events import ActionErrorEvent, ParserEvent
 from ..protocol.models import Action, ActionMode, ActionType
 from ..protocol.references import find_references, substitute
@@ -78,9 +83,14 @@ TERMINAL = frozenset(
     {NodeState.SUCCEEDED, NodeState.FAILED, NodeState.SKIPPED, NodeState.CANCELLED}
     | {NodeState.REJECTED}
 )
+# Enum members read on the dispatch path: a module global is read ten times
+# faster than ``NodeState.READY`` (an enum class attribute lookup).
+_READY = NodeState.READY
+_RUNNING = NodeState.RUNNING
+_FIRE_AND_FORGET = ActionMode.FIRE_AND_FORGET
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ActionNode:
     """One action in the scheduler, with its state and timings (``perf_counter`` seconds)."""
 
@@ -192,7 +202,8 @@ class Scheduler:
         self._validate = validate
         self._max_parallel = max(1, max_parallel)
         self._queue: deque[ActionNode] = deque()
-        self._waiters: deque[anyio.Event] = deque()
+        # Idle workers, each parked on a slot that takes the node it runs next.
+        self._parked: deque[_Slot] = deque()
         self._workers = 0
         self._retry_base = retry_base
         self._retry_cap = retry_cap
@@ -243,8 +254,9 @@ class Scheduler:
                 deps.append(producer.id)
         node = ActionNode(action=action, deps=tuple(deps), submitted_at=now, has_refs=bool(refs))
         self.nodes[action.id] = node
-        if deps:
-            # Made now, on arrival, so that making it is not on the dispatch path.
+        if deps and not node.awaited:
+            # Made now, on arrival, so that making it is not on the dispatch path
+            # (an awaited action gets its scope from the worker that runs it).
             node.scope = anyio.CancelScope()
         if node.awaited:
             self._open += 1
@@ -414,60 +426,130 @@ class Scheduler:
             self._tg.start_soon(self._worker, name="cortex scheduler worker")
 
     def _make_ready(self, node: ActionNode) -> None:
-        node.state = NodeState.READY
+        node.state = _READY
         node.ready_at = _now()
-        if not node.awaited:
+        if node.action.mode is _FIRE_AND_FORGET:
             group = self._background if self._background is not None else self._tg
             group.start_soon(self._run_node, node, name=f"action {node.id}")
             return
+        parked = self._parked
+        while parked:
+            slot = parked.popleft()
+            if not slot.done():  # done: its worker was cancelled while parked
+                # Hand the node straight to an idle worker: one wake-up, no queue.
+                slot.set_result(node)
+                return
         self._queue.append(node)
-        if self._waiters:
-            self._waiters.popleft().set()
+
+    def _unpark_all(self) -> None:
+        """Wake every idle worker with nothing to run, so they can leave."""
+        while self._parked:
+            slot = self._parked.popleft()
+            if not slot.done():
+                slot.set_result(None)
 
     async def _worker(self) -> None:
-        """Run queued actions one at a time; at most ``max_parallel`` workers exist.
+        """Run actions one at a time; at most ``max_parallel`` workers exist.
 
         A worker lives in the run's task group and leaves when no awaited
-        action is open, so a finished scheduler holds no task.
+        action is open, so a finished scheduler holds no task. Each action
+        runs under its own, fresh cancel scope; the worker makes and enters
+        that scope *before* it parks, so when a dependency settles, the
+        woken worker starts the action at once.
         """
+        make_slot = _slot_factory()
         try:
             while True:
-                while self._queue:
-                    node = self._queue.popleft()
-                    if node.state is NodeState.READY:
-                        await self._run_node(node)
-                if self._open == 0:
+                if not self._queue and self._open == 0:
                     return
-                wake = anyio.Event()
-                self._waiters.append(wake)
-                await wake.wait()
+                scope = anyio.CancelScope()
+                node: ActionNode | None = None
+                failure: str | None = None
+                result: Any = None
+                try:
+                    with scope:
+                        if self._queue:
+                            node = self._queue.popleft()
+                        else:
+                            slot = make_slot()
+                            self._parked.append(slot)
+                            try:
+                                node = await slot
+                            except BaseException:
+                                # Cancelled while parked (the group is going
+                                # down): a node handed over meanwhile must not
+                                # stay ready forever.
+                                if slot.done() and not slot.cancelled():
+                                    node = slot.result()
+                                else:
+                                    node = None
+                                    with contextlib.suppress(ValueError):
+                                        self._parked.remove(slot)
+                                if node is not None and node.state is NodeState.READY:
+                                    self._closing = True
+                                    self._settle(
+                                        node, NodeState.CANCELLED, reason=self._close_reason
+                                    )
+                                node = None
+                                raise
+                        if node is None or node.state is not _READY:
+                            node = None  # woken to leave, or cancelled while it waited
+                            continue
+                        node.scope = scope
+                        node.state = _RUNNING
+                        node.started_at = _now()
+                        action = node.action
+                        self._emit(_started(action.id, self._clock()))
+                        if node.has_refs or action.retries > 0 or action.timeout:
+                            try:
+                                result = await self._attempts(node)
+                            except _Failure as exc:
+                                failure = str(exc)
+                            except Exception as exc:  # defensive: _attempts maps errors
+                                failure = _describe(exc)
+                        else:
+                            # One plain attempt, as _attempts would run it, inlined:
+                            # one coroutine less on the dispatch path.
+                            node.attempts = 1
+                            try:
+                                result = await self._execute(action, action.body)
+                            except (UnknownActionError, ReferenceError_) as exc:
+                                failure = str(exc)
+                            except Exception as exc:
+                                failure = _describe(exc)
+                except anyio.get_cancelled_exc_class():
+                    # Cancelled from outside the node's own scope: the whole
+                    # group is going down, so dependents are cancelled too.
+                    if node is not None:
+                        self._closing = True
+                        if not node.terminal:
+                            self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
+                    raise
+                if node is not None:
+                    self._finish(node, scope, result, failure)
         finally:
             self._workers -= 1
 
     async def _run_node(self, node: ActionNode) -> None:
+        """Run a ``fire_and_forget`` action in its own task."""
         if node.state is not NodeState.READY:
-            return  # cancelled while it waited for a slot
+            return  # cancelled before it started
         try:
             node.state = NodeState.RUNNING
             node.started_at = _now()
-            # model_construct: a trusted event on the hot path (no re-validation).
-            self._emit(ActionStarted.model_construct(t=self._clock(), id=node.id))
+            self._emit(_started(node.id, self._clock()))
             scope = node.scope if node.scope is not None else anyio.CancelScope()
             node.scope = scope
-            try:
-                with scope:
+            failure: str | None = None
+            result: Any = None
+            with scope:
+                try:
                     result = await self._attempts(node)
-            except _Failure as exc:
-                self._settle(node, NodeState.FAILED, reason=str(exc))
-                return
-            except Exception as exc:  # defensive: _attempts maps errors already
-                self._settle(node, NodeState.FAILED, reason=_describe(exc))
-                return
-            if scope.cancelled_caught or scope.cancel_called:
-                self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
-            else:
-                node.result = result
-                self._settle(node, NodeState.SUCCEEDED)
+                except _Failure as exc:
+                    failure = str(exc)
+                except Exception as exc:  # defensive: _attempts maps errors already
+                    failure = _describe(exc)
+            self._finish(node, scope, result, failure)
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside the node's own scope: the whole group is
             # going down, so dependents are cancelled too, not "skipped".
@@ -475,6 +557,17 @@ class Scheduler:
             if not node.terminal:
                 self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
             raise
+
+    def _finish(
+        self, node: ActionNode, scope: anyio.CancelScope, result: Any, failure: str | None
+    ) -> None:
+        if failure is not None:
+            self._settle(node, NodeState.FAILED, reason=failure)
+        elif scope.cancelled_caught or scope.cancel_called:
+            self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
+        else:
+            node.result = result
+            self._settle(node, NodeState.SUCCEEDED)
 
     async def _attempts(self, node: ActionNode) -> Any:
         action = node.action
@@ -570,16 +663,38 @@ class Scheduler:
                 self._open -= 1
                 if self._open == 0:
                     self._idle.set()
-                    while self._waiters:  # let idle workers leave
-                        self._waiters.popleft().set()
-            for dependent in node.dependents:
-                if dependent.terminal:
-                    continue
-                if state is NodeState.SUCCEEDED:
-                    dependent.waiting.discard(node.id)
-                    if not dependent.waiting and not dependent.missing:
+                    self._unpark_all()  # let idle workers leave
+            if state is NodeState.SUCCEEDED:
+                # The hot loop of a fan-out: every dependent made ready here
+                # waits for this loop to finish, so it is kept lean.
+                # Same as _make_ready, inlined for awaited dependents.
+                node_id = node.action.id
+                parked = self._parked
+                now = _now()
+                for dependent in node.dependents:
+                    if dependent.state in TERMINAL:
+                        continue
+                    waiting = dependent.waiting
+                    waiting.discard(node_id)
+                    if waiting or dependent.missing:
+                        continue
+                    if dependent.action.mode is _FIRE_AND_FORGET:
                         self._make_ready(dependent)
-                elif self._closing:
+                        continue
+                    dependent.state = _READY
+                    dependent.ready_at = now
+                    while parked:
+                        slot = parked.popleft()
+                        if not slot.done():
+                            slot.set_result(dependent)
+                            break
+                    else:
+                        self._queue.append(dependent)
+                continue
+            for dependent in node.dependents:
+                if dependent.state in TERMINAL:
+                    continue
+                if self._closing:
                     work.append((dependent, NodeState.CANCELLED, self._close_reason, True))
                 else:
                     work.append((dependent, NodeState.SKIPPED, self._skip_reason(node), True))
@@ -594,8 +709,78 @@ class Scheduler:
         return ActionCancelled(t=t, id=node.id, reason=node.error or "cancelled")
 
 
-def _now() -> float:
-    return time.perf_counter()
+_now = time.perf_counter
+
+
+class _Slot(Protocol):
+    """Where an idle worker parks: ``set_result`` hands it a node (or ``None``: leave)."""
+
+    def set_result(self, node: ActionNode | None, /) -> None: ...
+    def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def result(self) -> ActionNode | None: ...
+    def __await__(self) -> Generator[Any, None, ActionNode | None]: ...
+
+
+class _EventSlot:
+    """A slot for any anyio backend: an event and the node it carries."""
+
+    __slots__ = ("_event", "_node", "_set")
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._node: ActionNode | None = None
+        self._set = False
+
+    def set_result(self, node: ActionNode | None, /) -> None:
+        self._node = node
+        self._set = True
+        self._event.set()
+
+    def done(self) -> bool:
+        return self._set
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self) -> ActionNode | None:
+        return self._node
+
+    def __await__(self) -> Generator[Any, None, ActionNode | None]:
+        yield from self._event.wait().__await__()
+        return self._node
+
+
+def _slot_factory() -> Callable[[], _Slot]:
+    """How the calling worker makes its slots.
+
+    On asyncio a slot is a bare future of the running loop: parking, waking
+    and handing over the node is then one allocation and one callback, the
+    least a wake-up can cost (an ``anyio.Event`` wraps an ``asyncio.Event``,
+    which wraps a future). Anywhere else, an ``anyio.Event``.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return _EventSlot
+    if asyncio.current_task() is None:  # pragma: no cover - not an asyncio task
+        return _EventSlot
+    return loop.create_future
+
+
+# ActionStarted built without validation (every value is ours): this is on the
+# dispatch path, where ``model_construct`` costs several times as much.
+_STARTED_FIELDS = {"t", "id"}
+
+
+def _started(action_id: str, t: float) -> ActionStarted:
+    # protocol._fast.build, inlined: one call less per started action.
+    event: ActionStarted = new(ActionStarted)
+    set_dict(event, {"type": "action_started", "t": t, "id": action_id, "attempt": 1})
+    set_fields_set(event, _STARTED_FIELDS)
+    set_extra(event, None)
+    set_private(event, None)
+    return event
 
 
 def _describe(exc: BaseException) -> str:
