@@ -27,22 +27,17 @@ it. A submission that would close a cycle is rejected (``action_error``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..exceptions import ActionError, ReferenceError_, UnknownActionError
-from ..protocol._fast import new, set_dict, set_extra, set_fields_set, set_private
 from ..protocol.events import ActionErrorEvent, ParserEvent
 from ..protocol.models import Action, ActionMode, ActionType
 from ..protocol.references import find_references, substitute
@@ -55,94 +50,29 @@ from .events import (
     ActionSucceeded,
     RuntimeEvent,
 )
+from .nodes import (
+    FIRE_AND_FORGET,
+    READY,
+    RUNNING,
+    TERMINAL,
+    ActionNode,
+    NodeState,
+    Slot,
+    slot_factory,
+    started_event,
+)
+from .nodes import (
+    now as _now,
+)
 from .results import preview
 from .variables import VariableStore
 
-__all__ = ["ActionNode", "NodeState", "Scheduler"]
+__all__ = ["ActionNode", "NodeState", "Scheduler"]  # ActionNode, NodeState: from .nodes
 
 log = logging.getLogger(__name__)
 
 Execute = Callable[[Action, dict[str, Any]], Awaitable[Any]]
 Emit = Callable[[RuntimeEvent | ParserEvent], None]
-
-
-class NodeState(StrEnum):
-    """Where an action is in its life."""
-
-    WAITING = "waiting"  # dependencies not yet succeeded (or not yet seen)
-    READY = "queued"  # started, waiting for a max_parallel slot
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-    REJECTED = "rejected"  # action_error: never run (cycle, unknown tool…)
-
-
-TERMINAL = frozenset(
-    {NodeState.SUCCEEDED, NodeState.FAILED, NodeState.SKIPPED, NodeState.CANCELLED}
-    | {NodeState.REJECTED}
-)
-# Enum members read on the dispatch path: a module global is read ten times
-# faster than ``NodeState.READY`` (an enum class attribute lookup).
-_READY = NodeState.READY
-_RUNNING = NodeState.RUNNING
-_FIRE_AND_FORGET = ActionMode.FIRE_AND_FORGET
-
-
-@dataclass(eq=False, slots=True)
-class ActionNode:
-    """One action in the scheduler, with its state and timings (``perf_counter`` seconds)."""
-
-    action: Action
-    deps: tuple[str, ...] = ()
-    state: NodeState = NodeState.WAITING
-    waiting: set[str] = field(default_factory=set)
-    missing: set[str] = field(default_factory=set)
-    dependents: list[ActionNode] = field(default_factory=list)
-    # Created on demand: most nodes are never waited on individually, and a
-    # cancel scope is only needed once the action runs (fewer objects per
-    # action means less garbage-collector work at 10,000 actions).
-    scope: anyio.CancelScope | None = None
-    _done: anyio.Event | None = None
-    result: Any = None
-    error: str = ""
-    has_refs: bool = False
-    attempts: int = 0
-    submitted_at: float = 0.0
-    ready_at: float = 0.0
-    started_at: float = 0.0
-    finished_at: float = 0.0
-
-    @property
-    def id(self) -> str:
-        """The action id."""
-        return self.action.id
-
-    async def wait(self) -> None:
-        """Return once the node has settled."""
-        if self.state in TERMINAL:
-            return
-        if self._done is None:
-            self._done = anyio.Event()
-        await self._done.wait()
-
-    @property
-    def terminal(self) -> bool:
-        """Whether the node has settled (succeeded, failed, skipped, cancelled, rejected)."""
-        return self.state in TERMINAL
-
-    @property
-    def awaited(self) -> bool:
-        """Whether the loop waits for it (everything but ``fire_and_forget``)."""
-        return self.action.mode is not ActionMode.FIRE_AND_FORGET
-
-    @property
-    def dispatch_latency(self) -> float | None:
-        """Seconds from ready (last dependency settled, or arrival) to start."""
-        if not self.started_at:
-            return None
-        return self.started_at - self.ready_at
 
 
 class _Failure(Exception):
@@ -203,7 +133,7 @@ class Scheduler:
         self._max_parallel = max(1, max_parallel)
         self._queue: deque[ActionNode] = deque()
         # Idle workers, each parked on a slot that takes the node it runs next.
-        self._parked: deque[_Slot] = deque()
+        self._parked: deque[Slot] = deque()
         self._workers = 0
         self._retry_base = retry_base
         self._retry_cap = retry_cap
@@ -426,9 +356,9 @@ class Scheduler:
             self._tg.start_soon(self._worker, name="cortex scheduler worker")
 
     def _make_ready(self, node: ActionNode) -> None:
-        node.state = _READY
+        node.state = READY
         node.ready_at = _now()
-        if node.action.mode is _FIRE_AND_FORGET:
+        if node.action.mode is FIRE_AND_FORGET:
             group = self._background if self._background is not None else self._tg
             group.start_soon(self._run_node, node, name=f"action {node.id}")
             return
@@ -457,7 +387,7 @@ class Scheduler:
         that scope *before* it parks, so when a dependency settles, the
         woken worker starts the action at once.
         """
-        make_slot = _slot_factory()
+        make_slot = slot_factory()
         try:
             while True:
                 if not self._queue and self._open == 0:
@@ -492,14 +422,14 @@ class Scheduler:
                                     )
                                 node = None
                                 raise
-                        if node is None or node.state is not _READY:
+                        if node is None or node.state is not READY:
                             node = None  # woken to leave, or cancelled while it waited
                             continue
                         node.scope = scope
-                        node.state = _RUNNING
+                        node.state = RUNNING
                         node.started_at = _now()
                         action = node.action
-                        self._emit(_started(action.id, self._clock()))
+                        self._emit(started_event(action.id, self._clock()))
                         if node.has_refs or action.retries > 0 or action.timeout:
                             try:
                                 result = await self._attempts(node)
@@ -537,7 +467,7 @@ class Scheduler:
         try:
             node.state = NodeState.RUNNING
             node.started_at = _now()
-            self._emit(_started(node.id, self._clock()))
+            self._emit(started_event(node.id, self._clock()))
             scope = node.scope if node.scope is not None else anyio.CancelScope()
             node.scope = scope
             failure: str | None = None
@@ -678,10 +608,10 @@ class Scheduler:
                     waiting.discard(node_id)
                     if waiting or dependent.missing:
                         continue
-                    if dependent.action.mode is _FIRE_AND_FORGET:
+                    if dependent.action.mode is FIRE_AND_FORGET:
                         self._make_ready(dependent)
                         continue
-                    dependent.state = _READY
+                    dependent.state = READY
                     dependent.ready_at = now
                     while parked:
                         slot = parked.popleft()
@@ -707,80 +637,6 @@ class Scheduler:
         if node.state is NodeState.SKIPPED:
             return ActionSkipped(t=t, id=node.id, reason=node.error)
         return ActionCancelled(t=t, id=node.id, reason=node.error or "cancelled")
-
-
-_now = time.perf_counter
-
-
-class _Slot(Protocol):
-    """Where an idle worker parks: ``set_result`` hands it a node (or ``None``: leave)."""
-
-    def set_result(self, node: ActionNode | None, /) -> None: ...
-    def done(self) -> bool: ...
-    def cancelled(self) -> bool: ...
-    def result(self) -> ActionNode | None: ...
-    def __await__(self) -> Generator[Any, None, ActionNode | None]: ...
-
-
-class _EventSlot:
-    """A slot for any anyio backend: an event and the node it carries."""
-
-    __slots__ = ("_event", "_node", "_set")
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self._node: ActionNode | None = None
-        self._set = False
-
-    def set_result(self, node: ActionNode | None, /) -> None:
-        self._node = node
-        self._set = True
-        self._event.set()
-
-    def done(self) -> bool:
-        return self._set
-
-    def cancelled(self) -> bool:
-        return False
-
-    def result(self) -> ActionNode | None:
-        return self._node
-
-    def __await__(self) -> Generator[Any, None, ActionNode | None]:
-        yield from self._event.wait().__await__()
-        return self._node
-
-
-def _slot_factory() -> Callable[[], _Slot]:
-    """How the calling worker makes its slots.
-
-    On asyncio a slot is a bare future of the running loop: parking, waking
-    and handing over the node is then one allocation and one callback, the
-    least a wake-up can cost (an ``anyio.Event`` wraps an ``asyncio.Event``,
-    which wraps a future). Anywhere else, an ``anyio.Event``.
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return _EventSlot
-    if asyncio.current_task() is None:  # pragma: no cover - not an asyncio task
-        return _EventSlot
-    return loop.create_future
-
-
-# ActionStarted built without validation (every value is ours): this is on the
-# dispatch path, where ``model_construct`` costs several times as much.
-_STARTED_FIELDS = {"t", "id"}
-
-
-def _started(action_id: str, t: float) -> ActionStarted:
-    # protocol._fast.build, inlined: one call less per started action.
-    event: ActionStarted = new(ActionStarted)
-    set_dict(event, {"type": "action_started", "t": t, "id": action_id, "attempt": 1})
-    set_fields_set(event, _STARTED_FIELDS)
-    set_extra(event, None)
-    set_private(event, None)
-    return event
 
 
 def _describe(exc: BaseException) -> str:
