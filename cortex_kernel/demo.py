@@ -9,12 +9,14 @@ the executed notebooks plus one HTML page per notebook and an index page to
 
 from __future__ import annotations
 
+import copy
 import html
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-__all__ = ["notebooks_dir", "run_demo"]
+__all__ = ["notebooks_dir", "run_demo", "static_copy"]
 
 
 def notebooks_dir() -> Path:
@@ -24,6 +26,24 @@ def notebooks_dir() -> Path:
         if any(candidate.glob("*.ipynb")):
             return candidate
     return Path.cwd() / "notebooks"
+
+
+_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def static_copy(nb: Any) -> Any:
+    """A copy of ``nb`` whose live views show their static HTML.
+
+    A standalone HTML page has no kernel and no widget manager, so the view's
+    own ``text/html`` representation (saved beside the widget) is what a
+    reader should see.
+    """
+    static = copy.deepcopy(nb)
+    for cell in static.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(_WIDGET_MIME, None)
+    static.metadata.pop("widgets", None)
+    return static
 
 
 def run_demo(timeout: float = 300.0) -> int:
@@ -59,7 +79,7 @@ def run_demo(timeout: float = 300.0) -> int:
             print(f"{path.name}: a cell failed:\n{exc}", file=sys.stderr)
         elapsed = time.monotonic() - started
         nbformat.write(nb, out_dir / path.name)  # type: ignore[no-untyped-call]
-        body, _ = exporter.from_notebook_node(nb)
+        body, _ = exporter.from_notebook_node(static_copy(nb))
         html_name = path.with_suffix(".html").name
         (out_dir / html_name).write_text(body, encoding="utf-8")
         print(f"{path.name:36s} {kernel:8s} {status:6s} {elapsed:6.1f}s -> {out_dir / html_name}")
