@@ -109,7 +109,7 @@ from .events import (
     ThoughtStart,
     Warning,
 )
-from .models import IdAllocator
+from .models import Action, IdAllocator
 
 __all__ = ["Parser"]
 
@@ -198,6 +198,18 @@ _SPAN_FIELDS: Final = {"span"}
 _FINAL_FIELDS: Final = {"span", "final"}
 _OPEN_FIELDS: Final = {"span", "id", "attrs", "in_thought"}
 _PARSED_FIELDS: Final = {"span", "action"}
+
+
+def _parsed(span: tuple[int, int], action: Action) -> ActionParsed:
+    """An ``action_parsed`` event, built without re-validating a checked action."""
+    event: ActionParsed = build(
+        ActionParsed,
+        {"type": "action_parsed", "span": span, "t": None, "turn": None, "action": action},
+        _PARSED_FIELDS,
+    )
+    return event
+
+
 _thought_start = constructor(ThoughtStart)
 _thought_end = constructor(ThoughtEnd)
 _response_start = constructor(ResponseStart)
@@ -461,19 +473,7 @@ class Parser:
                                 if action is None:
                                     self._finish_action(events, span, body)
                                 else:
-                                    append(
-                                        build(
-                                            ActionParsed,
-                                            {
-                                                "type": "action_parsed",
-                                                "span": span,
-                                                "t": None,
-                                                "turn": None,
-                                                "action": action,
-                                            },
-                                            _PARSED_FIELDS,
-                                        )
-                                    )
+                                    append(_parsed(span, action))
                             else:
                                 self._finish_feed(
                                     events, (self._elem_start, base + i), self._attrs, body
@@ -727,19 +727,7 @@ class Parser:
         in_thought = self._parent is THOUGHT
         action = fast_action(self._attrs, body, self._open_id, in_thought, self._ids)
         if action is not None:
-            events.append(
-                build(
-                    ActionParsed,
-                    {
-                        "type": "action_parsed",
-                        "span": span,
-                        "t": None,
-                        "turn": None,
-                        "action": action,
-                    },
-                    _PARSED_FIELDS,
-                )
-            )
+            events.append(_parsed(span, action))
             return
         built = build_action(
             self._attrs,
