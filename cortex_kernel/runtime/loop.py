@@ -34,6 +34,7 @@ from ..protocol.events import (
     ActionErrorEvent,
     ActionOpen,
     ActionParsed,
+    ContextFeed,
     ParserEvent,
     ResponseDelta,
     ResponseEnd,
@@ -368,6 +369,23 @@ class Run:
                 turn.errors.append(event)
                 if event.id is not None:
                     self.scheduler.reject(event.id, event.message)
+            elif isinstance(event, ContextFeed):
+                # Feeds are specified (SPEC §4) but not built yet: say so to the
+                # model and the user instead of dropping the declaration.
+                error = ActionErrorEvent(
+                    span=(event.span[1], event.span[1]),
+                    t=self.clock(),
+                    turn=turn.number,
+                    id=event.feed.id,
+                    message=(
+                        f"context feed '{event.feed.id}' was not created: context feeds are "
+                        "not available in this version; ask for the information with an "
+                        "action instead"
+                    ),
+                    raw_body=event.feed.raw_body,
+                )
+                self.emit(error)
+                turn.errors.append(error)
             elif isinstance(event, Text):
                 turn.outside.append(event.text)
             elif isinstance(event, ResponseStart):
