@@ -121,8 +121,9 @@ write(
         ),
         code("What is the total population of Paris, Lyon, Nice and Lille?"),
         new_markdown_cell(
-            "The four lookups overlapped: the run took far less than four sequential "
-            "0.3 s lookups, and the sum started as soon as the last one landed."
+            "Each lookup started the moment its closing tag arrived, without waiting for the "
+            "plan to finish; at this stream speed (600 tokens a second) the four 0.3 s "
+            "lookups overlapped, and the sum started as soon as the last one landed."
         ),
         code(
             "%%python\n"

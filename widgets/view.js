@@ -299,6 +299,9 @@ function draw(el, store, ui) {
 
   doc.responses.forEach((r) => {
     if (!r.text.trim()) return;
+    // Once the run is over, the cell's own result shows the final answer
+    // right below the view: showing it twice would only repeat it.
+    if (r.final && doc.status === "ok" && doc.answer) return;
     const div = document.createElement("div");
     div.className = r.final ? "cortex-response cortex-final" : "cortex-response cortex-partial";
     div.dataset.final = String(r.final);
