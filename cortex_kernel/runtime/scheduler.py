@@ -58,6 +58,7 @@ from .nodes import (
     ActionNode,
     NodeState,
     Slot,
+    collect_young_if_due,
     slot_factory,
     started_event,
 )
@@ -134,6 +135,7 @@ class Scheduler:
         self._queue: deque[ActionNode] = deque()
         # Idle workers, each parked on a slot that takes the node it runs next.
         self._parked: deque[Slot] = deque()
+        self._to_start = 0  # awaited nodes made ready but not yet taken by a worker
         self._workers = 0
         self._retry_base = retry_base
         self._retry_cap = retry_cap
@@ -362,6 +364,7 @@ class Scheduler:
             group = self._background if self._background is not None else self._tg
             group.start_soon(self._run_node, node, name=f"action {node.id}")
             return
+        self._to_start += 1  # handed to a worker or queued, not yet started
         parked = self._parked
         while parked:
             slot = parked.popleft()
@@ -400,17 +403,25 @@ class Scheduler:
                     with scope:
                         if self._queue:
                             node = self._queue.popleft()
+                            self._to_start -= 1
                         else:
+                            if self._to_start == 0:
+                                # Idle: nothing ready waits for a worker.
+                                collect_young_if_due()
                             slot = make_slot()
                             self._parked.append(slot)
                             try:
                                 node = await slot
+                                if node is not None:
+                                    self._to_start -= 1
                             except BaseException:
                                 # Cancelled while parked (the group is going
                                 # down): a node handed over meanwhile must not
                                 # stay ready forever.
                                 if slot.done() and not slot.cancelled():
                                     node = slot.result()
+                                    if node is not None:
+                                        self._to_start -= 1
                                 else:
                                     node = None
                                     with contextlib.suppress(ValueError):

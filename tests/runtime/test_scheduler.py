@@ -419,3 +419,29 @@ def test_random_dags_cancelled_midway(
         assert len(ends) == 1, (name, h.types(name))
     # every started tool call was unwound: no task is left running
     assert sum(1 for x in h.log if x[0] == "start") == sum(1 for x in h.log if x[0] == "end")
+
+
+def test_idle_collection_runs_the_young_pass_only_when_due() -> None:
+    import gc
+
+    from cortex_kernel.runtime.nodes import collect_young_if_due
+
+    passes: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        collect_young_if_due()
+        assert passes == []  # just collected: nothing is due
+        for _ in range(gc.get_threshold()[1]):
+            gc.collect(0)
+        passes.clear()
+        collect_young_if_due()
+        assert passes == [1]
+        assert gc.get_count()[1] == 0
+    finally:
+        gc.callbacks.remove(watch)
