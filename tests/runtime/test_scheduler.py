@@ -338,20 +338,40 @@ def dags(draw: st.DrawFn) -> tuple[list[tuple[str, tuple[str, ...], bool, int]],
     return nodes, order
 
 
+PlannedNode = tuple[str, tuple[str, ...], bool, int]
+TERMINAL_EVENTS = {"action_succeeded", "action_failed", "action_skipped", "action_cancelled"}
+
+
+def planned(
+    nodes: list[PlannedNode], ms_per_unit: int
+) -> Callable[[Action, dict[str, Any]], Awaitable[Any]]:
+    """A handler that sleeps each node's planned time and fails where planned."""
+    spec = {name: (fails, d) for name, _, fails, d in nodes}
+
+    async def handler(action: Action, body: dict[str, Any]) -> Any:
+        fails, d = spec[action.id]
+        await anyio.sleep(d * ms_per_unit / 1000)
+        if fails:
+            raise RuntimeError("planned failure")
+        return action.id
+
+    return handler
+
+
+def assert_one_end(h: Harness, s: Scheduler, name: str) -> None:
+    """The node settled, and exactly one terminal event (or action_error) says so."""
+    assert s.nodes[name].terminal
+    ends = [t for t in h.types(name) if t in TERMINAL_EVENTS or t == "action_error"]
+    assert len(ends) == 1, (name, h.types(name))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dags())
 def test_random_dags_invariants(
     dag: tuple[list[tuple[str, tuple[str, ...], bool, int]], list[int]],
 ) -> None:
     nodes, order = dag
-    spec = {name: (deps, fails, d) for name, deps, fails, d in nodes}
-
-    async def handler(action: Action, body: dict[str, Any]) -> Any:
-        _, fails, d = spec[action.id]
-        await anyio.sleep(d / 1000)
-        if fails:
-            raise RuntimeError("planned failure")
-        return action.id
+    handler = planned(nodes, ms_per_unit=1)
 
     async def main() -> tuple[Harness, Scheduler]:
         h = Harness(handler)
@@ -367,12 +387,9 @@ def test_random_dags_invariants(
         return h, s
 
     h, s = anyio.run(main)
-    terminal = {"action_succeeded", "action_failed", "action_skipped", "action_cancelled"}
     for name, deps, fails, _ in nodes:
         node = s.nodes[name]
-        assert node.terminal
-        ends = [t for t in h.types(name) if t in terminal or t == "action_error"]
-        assert len(ends) == 1, (name, h.types(name))
+        assert_one_end(h, s, name)
         if node.state is NodeState.SUCCEEDED:
             assert not fails
             for dep in deps:
@@ -389,14 +406,7 @@ def test_random_dags_cancelled_midway(
     dag: tuple[list[tuple[str, tuple[str, ...], bool, int]], list[int]], cancel_ms: int
 ) -> None:
     nodes, order = dag
-    spec = {name: (deps, fails, d) for name, deps, fails, d in nodes}
-
-    async def handler(action: Action, body: dict[str, Any]) -> Any:
-        _, fails, d = spec[action.id]
-        await anyio.sleep(d * 5 / 1000)
-        if fails:
-            raise RuntimeError("planned failure")
-        return action.id
+    handler = planned(nodes, ms_per_unit=5)
 
     async def main() -> tuple[Harness, Scheduler]:
         h = Harness(handler)
@@ -412,11 +422,8 @@ def test_random_dags_cancelled_midway(
         return h, s
 
     h, s = anyio.run(main)
-    terminal = {"action_succeeded", "action_failed", "action_skipped", "action_cancelled"}
     for name, *_ in nodes:
-        assert s.nodes[name].terminal
-        ends = [t for t in h.types(name) if t in terminal or t == "action_error"]
-        assert len(ends) == 1, (name, h.types(name))
+        assert_one_end(h, s, name)
     # every started tool call was unwound: no task is left running
     assert sum(1 for x in h.log if x[0] == "start") == sum(1 for x in h.log if x[0] == "end")
 
