@@ -200,6 +200,16 @@ _OPEN_FIELDS: Final = {"span", "id", "attrs", "in_thought"}
 _PARSED_FIELDS: Final = {"span", "action"}
 
 
+def _text_event(
+    cls: type[_TextEvent], template: dict[str, Any], start: int, end: int, text: str
+) -> _TextEvent:
+    """A text-carrying event (text, thought or response delta) without validation."""
+    data = template.copy()
+    data["span"] = (start, end)
+    data["text"] = text
+    return build(cls, data, _TEXT_FIELDS)
+
+
 def _parsed(span: tuple[int, int], action: Action) -> ActionParsed:
     """An ``action_parsed`` event, built without re-validating a checked action."""
     event: ActionParsed = build(
@@ -310,6 +320,8 @@ class Parser:
                 return []
             start = self._base
             end = self._base = start + len(text)
+            # _text_event, inlined: this is the whole cost of a plain-text
+            # feed (the chunk-4 hot path), where one call more shows.
             data = self._text_data.copy()
             data["span"] = (start, end)
             data["text"] = text
@@ -346,15 +358,7 @@ class Parser:
                     self._hot = None
                     if not lt:
                         return []
-                    data = self._text_data.copy()
-                    data["span"] = (start, start + lt)
-                    data["text"] = text[:lt]
-                    event = new(text_cls)
-                    set_dict(event, data)
-                    set_fields_set(event, _TEXT_FIELDS)
-                    set_extra(event, None)
-                    set_private(event, None)
-                    return [event]
+                    return [_text_event(text_cls, self._text_data, start, start + lt, text[:lt])]
         elif not self._held_open_tag:
             # self._buf is a held `<` + part of a name: still one?
             if "<" not in text and ">" not in text:
@@ -516,28 +520,13 @@ class Parser:
                 else:
                     self._held_open_tag = _OPEN_TAG_PREFIX_RE.match(buf, lt) is not None
                 if lt > i:
-                    data = state.text_data.copy()
-                    data["span"] = (base + i, base + lt)
-                    data["text"] = buf[i:lt] if i or lt < n else buf
-                    event = new(cls)
-                    set_dict(event, data)
-                    set_fields_set(event, _TEXT_FIELDS)
-                    set_extra(event, None)
-                    set_private(event, None)
-                    append(event)
+                    piece = buf[i:lt] if i or lt < n else buf
+                    append(_text_event(cls, state.text_data, base + i, base + lt, piece))
                 i = lt
                 break
             lt = whole.start()
             if lt > i:
-                data = state.text_data.copy()
-                data["span"] = (base + i, base + lt)
-                data["text"] = buf[i:lt]
-                event = new(cls)
-                set_dict(event, data)
-                set_fields_set(event, _TEXT_FIELDS)
-                set_extra(event, None)
-                set_private(event, None)
-                append(event)
+                append(_text_event(cls, state.text_data, base + i, base + lt, buf[i:lt]))
             closing_name, open_name, attr_text = whole.groups()
             i = whole.end()
             span = (base + lt, base + i)
