@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install-kernel clean fuzz notebooks
+.PHONY: demo test lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -44,3 +44,12 @@ clean:
 notebooks: $(STAMP) install-kernel
 	$(BIN)/python scripts/make_notebooks.py
 	cd notebooks && for nb in *.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+
+# A real model on this machine (not part of `make test`): Qwen2.5-Coder-1.5B
+# served by llama-cpp-python on 127.0.0.1:$(PORT). See README "A local model".
+PORT ?= 8377
+local-model:
+	$(PY) scripts/local_model.py start --port $(PORT)
+
+local-model-stop:
+	$(PY) scripts/local_model.py stop

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .exceptions import ConfigError
+from .model_options import ModelOptions
 from .runtime.model import Model
 from .runtime.prompt import PromptBuilder
 from .runtime.session import Session
@@ -18,8 +19,12 @@ from .runtime.session import Session
 __all__ = ["build_session", "resolve"]
 
 
-def resolve(model: str | None, protocol: str = "xml") -> Model:
-    """The model for ``model`` (``replay:PATH[?tps=N]`` or a provider model string)."""
+def resolve(model: str | None, protocol: str = "xml", options: ModelOptions | None = None) -> Model:
+    """The model for ``model`` (``replay:PATH[?tps=N]`` or a provider model string).
+
+    ``options`` (temperature, max tokens, seed, endpoint) go to a provider
+    model; a replay model ignores them.
+    """
     if model is not None and model.startswith("replay:"):
         from .llm.replay import ReplayModel
 
@@ -31,7 +36,8 @@ def resolve(model: str | None, protocol: str = "xml") -> Model:
             f"cannot use model {model!r}: the model layer (cortex_kernel.llm) is not "
             "available; use replay:PATH for an offline run"
         ) from None
-    resolved: Model = resolve_model(model, protocol=protocol)
+    kwargs = options.model_kwargs() if options is not None else {}
+    resolved: Model = resolve_model(model, protocol=protocol, **kwargs)
     return resolved
 
 
@@ -48,6 +54,7 @@ def build_session(
     model: str | None = None,
     manifest: str | None = None,
     protocol: str | None = None,
+    options: ModelOptions | None = None,
     **kw: Any,
 ) -> Session:
     """Compose a session.
@@ -60,7 +67,9 @@ def build_session(
     manifest
         An agent manifest; not supported by this runtime yet (``ConfigError``).
     protocol
-        ``"xml"`` (default) or ``"tools"``.
+        ``"xml"`` (default) or ``"tools"``; ``options.protocol`` when not given.
+    options
+        Model options (:class:`~cortex_kernel.model_options.ModelOptions`).
     **kw
         Passed to :class:`Session` (``namespace``, ``transcript_dir``, ``limits``…).
 
@@ -74,6 +83,8 @@ def build_session(
             f"cannot load manifest {manifest!r}: manifests are not supported by this "
             "version yet; run without --manifest"
         )
+    if protocol is None and options is not None:
+        protocol = options.protocol
     chosen: Literal["xml", "tools"]
     if protocol in (None, "xml"):
         chosen = "xml"
@@ -82,4 +93,4 @@ def build_session(
     else:
         raise ConfigError(f"unknown protocol {protocol!r}: use 'xml' or 'tools'")
     kw.setdefault("prompt", _prompt())
-    return Session(resolve(model, chosen), protocol=chosen, **kw)
+    return Session(resolve(model, chosen, options), protocol=chosen, **kw)

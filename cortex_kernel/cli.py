@@ -11,6 +11,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .exceptions import ConfigError
+from .model_options import add_model_arguments, options_from_args
+
 __all__ = ["main"]
 
 
@@ -36,9 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="litellm model string or replay:PATH[?tps=N]")
     run.add_argument("--manifest", help="agent manifest (YAML or TOML)")
     run.add_argument("--transcript", help="write the run's JSONL transcript here")
-    run.add_argument(
-        "--protocol", choices=["xml", "tools"], help="protocol text (default) or native tool calls"
-    )
+    add_model_arguments(run)
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their figures")
     bench.add_argument("name", nargs="?", help="one benchmark (default: all)")
@@ -74,12 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from .headless import run_headless
 
+        try:
+            options = options_from_args(args, where="cortex-kernel run")
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            return 2
         return run_headless(
             args.message,
             model=args.model,
             manifest=args.manifest,
             transcript=args.transcript,
-            protocol=args.protocol,
+            options=options,
         )
     if args.command == "bench":
         from .bench import run_benchmarks

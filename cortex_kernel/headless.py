@@ -16,6 +16,7 @@ from typing import IO, Any
 import anyio
 
 from .exceptions import CortexError
+from .model_options import ModelOptions
 
 __all__ = ["run_headless"]
 
@@ -27,6 +28,7 @@ def run_headless(
     manifest: str | None = None,
     transcript: str | None = None,
     protocol: str | None = None,
+    options: ModelOptions | None = None,
     out: IO[str] | None = None,
     drain_timeout: float = 10.0,
     **session_options: Any,
@@ -37,7 +39,7 @@ def run_headless(
     ----------
     message
         The user's message.
-    model, manifest, protocol
+    model, manifest, protocol, options
         As for :func:`cortex_kernel.agent.build_session`.
     transcript
         Copy the run's JSONL transcript here.
@@ -58,7 +60,11 @@ def run_headless(
 
         try:
             session = build_session(
-                model=model, manifest=manifest, protocol=protocol, **session_options
+                model=model,
+                manifest=manifest,
+                protocol=protocol,
+                options=options,
+                **session_options,
             )
         except CortexError as exc:
             print(f"cortex-kernel run: {exc}", file=sys.stderr)

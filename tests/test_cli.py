@@ -94,3 +94,35 @@ def test_demo_pages_show_the_viewsstatic_copy_html() -> None:
     assert set(static.cells[0].outputs[0].data) == {"text/html", "text/plain"}
     assert "widgets" not in static.metadata
     assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0].data
+
+
+def test_run_passes_model_options_to_the_provider() -> None:
+    from tests.llm.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        server.stream("<response>Hi.</response>")
+        result = cli(
+            "run",
+            "hello",
+            "--model",
+            "openai/local",
+            "--api-base",
+            server.api_base,
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "800",
+            "--seed",
+            "11",
+        )
+        assert result.returncode == 0, result.stderr
+        body = server.requests[-1].body
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0, 800, 11)
+    assert json.loads(result.stdout.splitlines()[-1])["answer"] == "Hi."
+
+
+def test_run_rejects_a_bad_model_option_before_running() -> None:
+    result = cli("run", "hello", "--model", "openai/local", "--temperature", "9")
+    assert result.returncode == 2
+    assert result.stderr.startswith("cortex-kernel run: --temperature '9'")
+    assert "less than or equal to 2" in result.stderr

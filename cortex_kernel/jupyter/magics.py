@@ -15,9 +15,10 @@ In the Cortex kernel (``kernel_mode``) every cell is a message except:
 - any other cell magic (``%%agent --model M``, ``%%time``…): as in IPython;
 - a cell whose non-blank lines all start with ``%``: line magics.
 
-Line magics (both kernels): ``%model``, ``%manifest``, ``%agent``,
-``%agent_history`` (also ``%history`` in the Cortex kernel), ``%feeds``,
-``%relics``, ``%variables``, ``%transcript``.
+Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
+``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
+``%manifest``, ``%agent``, ``%agent_history`` (also ``%history`` in the Cortex
+kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..model_options import ModelOptions, parse_model_line
 from .runner import CELL_ERRORS, runner_for
 
 __all__ = ["enable", "load_ipython_extension", "transform_agent_cell", "transform_kernel_cell"]
@@ -75,14 +77,24 @@ def transform_kernel_cell(lines: list[str]) -> list[str]:
 
 
 def _model(line: str) -> None:
-    """%model [SPEC] — show the model, or switch to SPEC (history kept)."""
+    """%model [SPEC] [--temperature T] [--max-tokens N] [--seed S] [--api-base URL]
+    [--protocol xml|tools] — show the model, or switch model and options (history kept)."""
     runner = runner_for(_shell())
-    spec = line.strip()
-    if spec:
-        runner.set_model(spec)
-        print(f"model: {spec}")
-    else:
-        print(f"model: {runner.session.model.name}")
+    spec, options = parse_model_line(line)
+    if spec is not None or options != ModelOptions():
+        runner.set_model(spec, options)
+    name = runner.model_spec or runner.session.model.name
+    described = runner.model_options.describe()
+    print(f"model: {name}" + (f" {described}" if described else ""))
+
+
+def _protocol(line: str) -> None:
+    """%protocol [xml|tools] — show or choose how the model acts: protocol text or tool calls."""
+    runner = runner_for(_shell())
+    choice = line.strip()
+    if choice:
+        runner.set_protocol(choice)
+    print(f"protocol: {runner.model_options.protocol or 'xml'}")
 
 
 def _manifest(line: str) -> None:
@@ -225,6 +237,7 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
     cleanup.insert(0, transform)
     magics: dict[str, Callable[..., None]] = {
         "model": _model,
+        "protocol": _protocol,
         "manifest": _manifest,
         "agent_history": _history,
         "feeds": _feeds,

@@ -22,6 +22,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, LimitExceeded, RunCancelled, RunError
+from ..model_options import ModelOptions, add_model_arguments, options_from_args
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
 
@@ -86,29 +87,36 @@ class _Options(argparse.Namespace):
     model: str | None
     manifest: str | None
     agent: str | None
+    model_options: ModelOptions
+
+
+_USAGE = (
+    "Usage: %%agent [--model M] [--temperature T] [--max-tokens N] [--seed S] "
+    "[--api-base URL] [--protocol xml|tools] [--manifest P]"
+)
 
 
 def parse_options(line: str) -> _Options:
-    """Parse ``--model M --manifest P --agent NAME`` (the ``%%agent`` line).
+    """Parse the ``%%agent`` line: ``--model M --manifest P --agent NAME`` and
+    the model options of :mod:`cortex_kernel.model_options` (``--temperature``…).
 
     Raises
     ------
     ConfigError
-        On an unknown option or a missing value.
+        On an unknown option, a missing value or a bad value.
     """
     parser = argparse.ArgumentParser(prog="%%agent", add_help=False, exit_on_error=False)
     parser.add_argument("--model")
     parser.add_argument("--manifest")
     parser.add_argument("--agent")
+    add_model_arguments(parser)
     try:
         options, extra = parser.parse_known_args(shlex.split(line), namespace=_Options())
     except (argparse.ArgumentError, ValueError) as exc:
-        raise ConfigError(f"%%agent: {exc}. Usage: %%agent [--model M] [--manifest P]") from exc
+        raise ConfigError(f"%%agent: {exc}. {_USAGE}") from exc
     if extra:
-        raise ConfigError(
-            f"%%agent: unknown option(s) {' '.join(extra)}. "
-            "Usage: %%agent [--model M] [--manifest P] [--agent NAME]"
-        )
+        raise ConfigError(f"%%agent: unknown option(s) {' '.join(extra)}. {_USAGE}")
+    options.model_options = options_from_args(options, where="%%agent")
     return options
 
 
@@ -124,6 +132,7 @@ class AgentRunner:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.model_spec: str | None = None
+        self.model_options = ModelOptions()
         self.manifest: str | None = None
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
@@ -141,13 +150,17 @@ class AgentRunner:
 
         # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
         # or the temp dir); %transcript export keeps a copy.
-        return build_session(model=model, manifest=manifest, namespace=self.shell.user_ns)
+        return build_session(
+            model=model,
+            manifest=manifest,
+            options=self.model_options,
+            namespace=self.shell.user_ns,
+        )
 
-    @staticmethod
-    def _model(spec: str) -> Model:
-        from ..llm import resolve_model
+    def _model(self, spec: str | None, options: ModelOptions) -> Model:
+        from ..agent import resolve
 
-        return resolve_model(spec)
+        return resolve(spec, options.protocol or "xml", options)
 
     @property
     def session(self) -> Session:
@@ -156,13 +169,31 @@ class AgentRunner:
             self._session = self._build(self.model_spec, self.manifest)
         return self._session
 
-    def set_model(self, spec: str) -> None:
-        """Switch the notebook's model; the history is kept."""
-        if self._session is None:
+    def set_model(self, spec: str | None, options: ModelOptions | None = None) -> None:
+        """Switch the notebook's model and its options; the history is kept.
+
+        A new ``spec`` starts from its own ``options`` (the protocol stays);
+        ``spec=None`` keeps the model and changes only the options given.
+        """
+        options = options if options is not None else ModelOptions()
+        if spec is None:
+            merged = self.model_options.merged(options)
+        else:
+            merged = ModelOptions(protocol=self.model_options.protocol).merged(options)
+        model = self._model(spec or self.model_spec, merged) if self._session else None
+        self.model_options = merged
+        if spec is not None:
             self.model_spec = spec
-            return
-        self._session.model = self._model(spec)
-        self.model_spec = spec
+        if self._session is not None and model is not None:
+            self._session.model = model
+            self._session.protocol = merged.protocol or "xml"
+
+    def set_protocol(self, protocol: str) -> None:
+        """Speak ``xml`` (protocol text) or ``tools`` (native function calling) from now on."""
+        chosen = ModelOptions.from_mapping({"protocol": protocol}, where="%protocol")
+        self.model_options = self.model_options.merged(chosen)
+        if self._session is not None:
+            self._session.protocol = chosen.protocol or "xml"
 
     def set_manifest(self, path: str | None) -> None:
         """Use another manifest: a new session (and a new history) from the next cell."""
@@ -231,10 +262,16 @@ class AgentRunner:
                 log.exception("cortex view failed on %r", getattr(event, "type", event))
 
         previous_model = None
-        if options.model:
+        previous_protocol = session.protocol
+        cell_options = options.model_options
+        if options.model or cell_options.model_kwargs():
             previous_model = session.model
             # A fresh model per cell: a replay file starts from its first turn.
-            session.model = self._model(options.model)
+            session.model = self._model(
+                options.model or self.model_spec, self.model_options.merged(cell_options)
+            )
+        if cell_options.protocol is not None:
+            session.protocol = cell_options.protocol
         result: RunResult | None = None
         try:
             with anyio.CancelScope() as scope, cancel_on_sigint(scope):
@@ -242,6 +279,7 @@ class AgentRunner:
         finally:
             if previous_model is not None:
                 session.model = previous_model
+            session.protocol = previous_protocol
             view.finish()
             if handle is not None:
                 handle.update(view)

@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -206,6 +207,10 @@ class LiteLLMModel(Model):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        elif self._keyless_local_server():
+            # llama.cpp, vLLM, Ollama on this machine take any key; litellm
+            # insists on one, so the user need not invent it.
+            kwargs["api_key"] = "no-key-needed"
         if request.tools and "tools" in (request.protocol, self.protocol):
             kwargs["tools"] = tools_for_provider(request.tools)
             # litellm 1.106 routes any call with tools through its MCP gateway
@@ -213,6 +218,14 @@ class LiteLLMModel(Model):
             # without it; our tools are plain functions, never MCP servers.
             kwargs["_skip_mcp_handler"] = True
         return kwargs
+
+    def _keyless_local_server(self) -> bool:
+        """An ``openai/`` model on a loopback endpoint with no key configured."""
+        if not self.name.startswith("openai/") or os.environ.get("OPENAI_API_KEY", "").strip():
+            return False
+        base = self.api_base or os.environ.get("OPENAI_API_BASE") or ""
+        host = urlsplit(base).hostname or ""
+        return host in ("127.0.0.1", "localhost", "::1")
 
     def retry_delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait before attempt ``attempt + 1``."""

@@ -1,0 +1,196 @@
+"""Model options: the one place where they are declared, parsed and validated.
+
+``%model M --temperature 0``, ``%%agent --max-tokens 800``, ``cortex-kernel
+run --seed 7``, ``cortex-kernel eval --protocol tools`` and an agent
+manifest's ``model:`` table all end up here:
+
+- :class:`ModelOptions` is the validated value (pydantic, ``extra="forbid"``,
+  frozen). A new option is one new field with its ``Field`` constraints and
+  a ``description`` (the help text); the command-line flag
+  (``--max-tokens`` for ``max_tokens``) follows from the field's name.
+- :func:`add_model_arguments` adds every option's flag to an ``argparse``
+  parser; :func:`options_from_args` validates what was given.
+- :func:`parse_model_line` reads a ``%model`` line (``SPEC --flag V …``).
+- :meth:`ModelOptions.from_mapping` validates a manifest's table.
+
+Every validation error is a :class:`~cortex_kernel.exceptions.ConfigError`
+naming the option as the user wrote it (``--temperature`` on a command line,
+``temperature`` in a manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .exceptions import ConfigError
+
+__all__ = [
+    "ModelOptions",
+    "add_model_arguments",
+    "options_from_args",
+    "parse_model_line",
+]
+
+Protocol = Literal["xml", "tools"]
+
+
+class ModelOptions(BaseModel):
+    """Options of the model a session uses; ``None`` means "not set here".
+
+    Attributes
+    ----------
+    temperature
+        Sampling temperature (0 = deterministic as far as the provider allows).
+    max_tokens
+        Upper bound on the tokens of one turn.
+    seed
+        Sampling seed, for providers that honour one (llama.cpp, OpenAI).
+    api_base
+        The endpoint of an OpenAI-compatible server (``http://host:port/v1``).
+    protocol
+        ``xml`` (protocol text) or ``tools`` (native function calling).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="sampling temperature, 0 to 2"
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="most tokens in one turn")
+    seed: int | None = Field(default=None, description="sampling seed (providers that take one)")
+    api_base: str | None = Field(
+        default=None, description="endpoint of an OpenAI-compatible server, http://host:port/v1"
+    )
+    protocol: Protocol | None = Field(
+        default=None, description="xml (protocol text, default) or tools (function calling)"
+    )
+
+    @field_validator("api_base")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")) or len(value) <= len("https://"):
+            raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8377/v1")
+        return value
+
+    # -------------------------------------------------------------- building
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, where: str = "model options") -> ModelOptions:
+        """Validate a mapping (a manifest's ``model:`` table, a suite's defaults).
+
+        Dashes are accepted for underscores (``max-tokens``).
+
+        Raises
+        ------
+        ConfigError
+            An unknown option or a bad value; the message names it.
+        """
+        normalized = {str(key).replace("-", "_"): value for key, value in data.items()}
+        return _validate(normalized, lambda name: name, where)
+
+    def merged(self, override: ModelOptions | None) -> ModelOptions:
+        """These options with every option set in ``override`` replacing ours."""
+        if override is None:
+            return self
+        return self.model_copy(update=override.model_dump(exclude_none=True))
+
+    # ------------------------------------------------------------- using
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the model constructor (``protocol`` excluded)."""
+        return self.model_dump(exclude_none=True, exclude={"protocol"})
+
+    def describe(self) -> str:
+        """``--temperature 0 --max-tokens 800`` (what is set), or ``""``."""
+        return " ".join(
+            f"{_flag(name)} {value}" for name, value in self.model_dump(exclude_none=True).items()
+        )
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _validate(data: dict[str, Any], label: Any, where: str) -> ModelOptions:
+    try:
+        return ModelOptions.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else "?"
+            if error["type"] == "extra_forbidden":
+                known = ", ".join(label(field) for field in ModelOptions.model_fields)
+                problems.append(f"unknown option {label(name)} (known: {known})")
+            else:
+                given = data.get(name)
+                problems.append(f"{label(name)} {given!r}: {error['msg'].lower()}")
+        raise ConfigError(f"{where}: " + "; ".join(problems)) from None
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--temperature``, ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``.
+
+    Values stay strings here; :func:`options_from_args` validates them all
+    at once, so every front end reports the same errors.
+    """
+    for name, info in ModelOptions.model_fields.items():
+        choices = ["xml", "tools"] if name == "protocol" else None
+        parser.add_argument(
+            _flag(name), dest=name, default=None, choices=choices, help=info.description
+        )
+
+
+def options_from_args(args: argparse.Namespace, *, where: str = "model options") -> ModelOptions:
+    """Validate the flags :func:`add_model_arguments` added.
+
+    Raises
+    ------
+    ConfigError
+        A bad value (``--temperature hot``); the message names the flag.
+    """
+    given = {
+        name: getattr(args, name)
+        for name in ModelOptions.model_fields
+        if getattr(args, name, None) is not None
+    }
+    return _validate(given, _flag, where)
+
+
+def parse_model_line(line: str, *, prog: str = "%model") -> tuple[str | None, ModelOptions]:
+    """Read ``[SPEC] [--temperature T] [--max-tokens N] …`` (a ``%model`` line).
+
+    Returns
+    -------
+    tuple
+        The model spec (``None`` when only options were given) and the options.
+
+    Raises
+    ------
+    ConfigError
+        An unknown flag, a missing value or a bad value.
+    """
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
+    parser.add_argument("spec", nargs="?")
+    add_model_arguments(parser)
+    usage = f"usage: {prog} [MODEL] " + " ".join(
+        f"[{_flag(name)} V]" for name in ModelOptions.model_fields
+    )
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise ConfigError(f"{prog}: {exc}. {usage}") from None
+    try:
+        args, extra = parser.parse_known_args(words)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise ConfigError(f"{prog}: {exc}. {usage}") from None
+    if extra:
+        raise ConfigError(f"{prog}: unknown argument(s) {' '.join(extra)}. {usage}")
+    return args.spec, options_from_args(args, where=prog)
