@@ -2,11 +2,19 @@
 
 Each command imports what it needs when it runs, so ``cortex-kernel parse``
 never pays for litellm or Jupyter.
+
+Exit status (every command): 0 success; 1 the work ran and failed (a run
+that ended with an error, at a limit or cancelled; a transcript that could
+not be copied); 2 a usage or input error, reported as one line on stderr
+(bad arguments, an empty message, a file that is missing, a directory or
+not UTF-8 text, an invalid replay file or manifest); 130 interrupted.
+A Python traceback is a bug.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,10 +56,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class UsageError(Exception):
+    """Bad input from the command line: one line on stderr, exit status 2."""
+
+
+def read_text_input(file: str | None) -> str:
+    """The UTF-8 text of ``file`` (stdin for ``None`` or ``-``).
+
+    Raises
+    ------
+    UsageError
+        The file is missing, unreadable, a directory, or not UTF-8 text.
+    """
+    name = "stdin" if file in (None, "-") else str(file)
+    try:
+        data = sys.stdin.buffer.read() if file in (None, "-") else Path(str(file)).read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{name} is a directory; give a file of protocol text") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{name} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"
+        ) from None
+
+
 def _parse(file: str | None, chunk: int) -> int:
     from .protocol import Parser
 
-    text = sys.stdin.read() if file in (None, "-") else Path(file).read_text(encoding="utf-8")
+    text = read_text_input(file)
     parser = Parser()
     out = sys.stdout
     step = chunk if chunk > 0 else max(len(text), 1)
@@ -65,7 +100,25 @@ def _parse(file: str | None, chunk: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``cortex-kernel`` and ``python -m cortex_kernel``."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "run" and not args.message.strip():
+        parser.error("run: the message is empty; write what the agent should do")
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"cortex-kernel {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `cortex-kernel parse … | head`: the reader left
+        # Point stdout at devnull so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"cortex-kernel {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "parse":
         return _parse(args.file, args.chunk)
     if args.command == "install":

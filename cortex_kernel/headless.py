@@ -1,7 +1,9 @@
 """``cortex-kernel run``: one run without Jupyter, events printed as JSONL on stdout.
 
 Exit status: 0 when the run finished normally (status ``ok``), 1 when it
-ended with an error, at a limit or cancelled, 2 for a configuration error.
+ended with an error, at a limit or cancelled (or its transcript could not be
+copied), 2 for a configuration error (bad model, replay file, manifest, or a
+transcript path that cannot be written — checked before the run starts).
 ``fire_and_forget`` actions get up to ``drain_timeout`` seconds to finish
 after the run before they are cancelled.
 """
@@ -55,6 +57,20 @@ def run_headless(
     """
     stream = out if out is not None else sys.stdout
 
+    target = Path(transcript) if transcript else None
+    if target is not None:
+        try:  # checked before the run: its work must not be lost at the end
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            print(
+                f"cortex-kernel run: cannot write the transcript to {target}: "
+                f"{exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 2
+
     async def main() -> int:
         from .agent import build_session
 
@@ -82,10 +98,17 @@ def run_headless(
             await session.drain(drain_timeout)
         finally:
             await session.aclose()
-        if transcript and result.transcript is not None and result.transcript.exists():
-            target = Path(transcript)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(result.transcript, target)
+        if target is not None and result.transcript is not None and result.transcript.exists():
+            try:
+                shutil.copyfile(result.transcript, target)
+            except OSError as exc:
+                print(
+                    f"cortex-kernel run: the run ended {result.status} but its transcript "
+                    f"could not be copied to {target}: {exc.strerror or exc}; it is at "
+                    f"{result.transcript}",
+                    file=sys.stderr,
+                )
+                return 1
         if result.status != "ok":
             print(f"cortex-kernel run: {result.status}: {result.message}", file=sys.stderr)
             return 1

@@ -62,9 +62,13 @@ def test_run_replays_headless_and_exits_zero(tmp_path: Path) -> None:
 
 
 def test_run_that_fails_exits_non_zero(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("", encoding="utf-8")
-    result = cli("run", "hi", "--model", f"replay:{empty}")
+    short = tmp_path / "short.jsonl"  # one turn, and the run needs a second
+    short.write_text(
+        json.dumps({"content": '<action type="internal">{"name": "list_variables"}</action>'})
+        + "\n",
+        encoding="utf-8",
+    )
+    result = cli("run", "hi", "--model", f"replay:{short}")
     assert result.returncode == 1
     assert "error" in result.stderr
 

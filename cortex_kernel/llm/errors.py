@@ -28,7 +28,6 @@ loaded — mapping an error never pays for the import.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -44,6 +43,7 @@ from ..exceptions import (
     ProviderDown,
     RateLimitError,
 )
+from ..redaction import PROVIDER_KEY_ENV, SECRET_ENV_PATTERN, redact, secret_values
 
 __all__ = [
     "PROVIDER_KEY_ENV",
@@ -56,36 +56,6 @@ __all__ = [
     "retry_after_seconds",
     "secret_values",
 ]
-
-#: The environment variable litellm reads the key from, per provider prefix.
-PROVIDER_KEY_ENV: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "text-completion-openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "cohere": "COHERE_API_KEY",
-    "cohere_chat": "COHERE_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "perplexity": "PERPLEXITYAI_API_KEY",
-    "huggingface": "HUGGINGFACE_API_KEY",
-    "azure": "AZURE_API_KEY",
-    "bedrock": "AWS_ACCESS_KEY_ID",
-    "vertex_ai": "VERTEXAI_PROJECT",
-}
-
-#: Names of environment variables whose values are treated as secrets.
-SECRET_ENV_PATTERN = re.compile(
-    r"(API_KEY|APIKEY|_TOKEN|_SECRET|SECRET_ACCESS_KEY|PASSWORD|ACCESS_KEY_ID)$", re.IGNORECASE
-)
-
-# Values shorter than this are not redacted: "1" or "true" would mangle text.
-_MIN_SECRET_LENGTH = 6
 
 # litellm stacks class names in front of the provider's words:
 # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down".
@@ -112,26 +82,6 @@ def provider_of(model: str) -> str:
 def key_env_for(model: str) -> str | None:
     """The environment variable holding the API key for ``model``, if known."""
     return PROVIDER_KEY_ENV.get(provider_of(model))
-
-
-def secret_values(extra: Iterable[str | None] = ()) -> list[str]:
-    """Values to keep out of every message: secret-looking env vars plus ``extra``."""
-    values = {
-        value
-        for name, value in os.environ.items()
-        if SECRET_ENV_PATTERN.search(name) and len(value) >= _MIN_SECRET_LENGTH
-    }
-    values.update(v for v in extra if v and len(v) >= _MIN_SECRET_LENGTH)
-    # Longest first, so a key that contains another is replaced whole.
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str, extra: Iterable[str | None] = ()) -> str:
-    """Replace every secret value (see :func:`secret_values`) in ``text`` with ``***``."""
-    for value in secret_values(extra):
-        if value in text:
-            text = text.replace(value, "***")
-    return text
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ..exceptions import ConfigError
+from ..redaction import Redactor, secret_values
 from ..runtime.events import Usage
 from ..runtime.model import Completion, CompletionRequest, Model
 from .errors import is_retryable, map_error, retry_after_seconds
@@ -195,7 +196,9 @@ class LiteLLMModel(Model):
             **self.options,
             **request.options,
             "model": self.name,
-            "messages": request.messages,
+            # The outbound boundary: no secret (action results included) and
+            # no unencodable surrogate ever reaches the provider.
+            "messages": Redactor(secret_values((self.api_key,))).value(request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
             "timeout": self.timeout,

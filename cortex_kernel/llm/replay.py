@@ -55,25 +55,42 @@ def tokenize(text: str) -> list[str]:
 
 
 def _load_turns(path: Path) -> list[dict[str, Any]]:
+    # Validated here, when the model is set, so a bad file never fails a run later.
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ConfigError(f"cannot read replay file {path}: {exc}") from None
+        raise ConfigError(f"cannot read replay file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"replay file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+            f'offset {exc.start}); a replay file is JSONL, one {{"content": "…"}} per line'
+        ) from None
     records: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
-        if isinstance(record, dict):
-            records.append(record)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise ConfigError(f"{path}:{number}: not a JSON line ({reason})") from None
+        if not isinstance(record, dict):
+            raise ConfigError(
+                f"{path}:{number}: each line must be a JSON object such as "
+                f'{{"content": "…"}}, not a {type(record).__name__}'
+            )
+        if "content" in record and not isinstance(record["content"], str | None):
+            raise ConfigError(f'{path}:{number}: "content" must be a string')
+        records.append(record)
     recorded = [r for r in records if r.get("type") == "model_turn"]
     if recorded:
         return recorded
     turns = [r for r in records if "type" not in r and ("content" in r or "tool_calls" in r)]
-    if not turns and records:
+    if not records:
+        raise ConfigError(
+            f'{path} is empty: a replay file has one turn per line, {{"content": "…"}}'
+        )
+    if not turns:
         raise ConfigError(
             f'{path}: no turns found; each line should be {{"content": "…"}} '
             "or the file a transcript recorded by a run"

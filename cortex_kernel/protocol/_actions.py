@@ -63,6 +63,31 @@ class BuiltFeed(NamedTuple):
     warnings: tuple[tuple[str, dict[str, Any]], ...]
 
 
+#: Deepest nesting accepted in an action or feed body. Deeper bodies are an
+#: action_error: they cannot be written back as JSON (pydantic stops at ~255
+#: levels, the standard library at ~1000) and no tool needs them.
+MAX_BODY_DEPTH = 100
+
+
+def _nesting(value: Any) -> int:
+    """How deep dicts and lists nest in ``value`` (iterative: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_BODY_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 class _Invalid(Exception):
     """A field with a bad value; carries the ``action_error`` message."""
 
@@ -154,11 +179,19 @@ def _decode_object(
             return {}, []
         raise _Invalid(f"the {what} body is empty: write a JSON object between the tags")
     result = loads_lenient(raw_body)
+    too_deep = (
+        f"the {what} body is nested more than {MAX_BODY_DEPTH} levels deep; "
+        "flatten it (pass large structures by $variable reference)"
+    )
     if not result.ok:
+        if "maximum recursion depth" in result.error:  # json.loads gave up past ~1000
+            raise _Invalid(too_deep)
         raise _Invalid(f"the {what} body is not valid JSON: {result.error}")
     if not isinstance(result.value, dict):
         kind = type(result.value).__name__
         raise _Invalid(f"the {what} body must be a JSON object, not a {kind}")
+    if _nesting(result.value) > MAX_BODY_DEPTH:
+        raise _Invalid(too_deep)
     return result.value, list(result.repairs)
 
 
@@ -267,6 +300,8 @@ def fast_action(
     action_type = _TYPE_BY_VALUE.get(get("type", ""))
     if action_type is None or "\\" in raw_body or "timeout" in attrs or "retries" in attrs:
         return None
+    if raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH:
+        return None  # possibly too deep: build_action measures and reports it
     try:
         try:
             body, end = _scan_json(raw_body, 0)

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..safejson import load_json_line, model_json
 from .models import Action, ContextFeedDecl
 
 __all__ = [
@@ -51,8 +52,9 @@ class ParserEventBase(BaseModel):
     turn: int | None = None
 
     def to_json(self) -> str:
-        """One JSON line, without the fields that are empty."""
-        return self.model_dump_json(exclude_none=True)
+        """One JSON line, without the fields that are empty; never raises (lone
+        surrogates are written as ``\\udxxx`` escapes)."""
+        return model_json(self)
 
 
 class Text(ParserEventBase):
@@ -193,4 +195,4 @@ _ADAPTER: TypeAdapter[ParserEvent] = TypeAdapter(ParserEvent)
 
 def parse_parser_event(line: str | bytes) -> ParserEvent:
     """Read one parser event back from its JSON line."""
-    return _ADAPTER.validate_json(line)
+    return load_json_line(_ADAPTER, line)

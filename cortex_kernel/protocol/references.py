@@ -14,13 +14,13 @@ so the model reads what it would have written).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ReferenceError_
+from ..safejson import safe_dumps, safe_str
 
 __all__ = [
     "Reference",
@@ -133,14 +133,12 @@ def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") 
 
 
 def _as_text(value: Any) -> str:
+    # Never raises: a value whose str() raises becomes a marker (see safejson).
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list | tuple | bool) or value is None:
-        try:
-            return json.dumps(value, default=str, ensure_ascii=False)
-        except (TypeError, ValueError):
-            return str(value)
-    return str(value)
+        return safe_dumps(value)
+    return safe_str(value)
 
 
 def _lookup_reference(ref: Reference, lookup: Callable[[str], Any]) -> Any:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..protocol.events import ParserEvent
 from ..protocol.models import Action
+from ..safejson import load_json_line, model_json
 
 __all__ = [
     "RUNTIME_EVENT_TYPES",
@@ -81,8 +82,8 @@ class RuntimeEventBase(BaseModel):
     t: float
 
     def to_json(self) -> str:
-        """One JSON line, without the fields that are empty."""
-        return self.model_dump_json(exclude_none=True)
+        """One JSON line, without the fields that are empty; never raises."""
+        return model_json(self)
 
 
 class RunStarted(RuntimeEventBase):
@@ -232,5 +233,5 @@ _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 
 def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
     """Read one event (parser or runtime) back from its JSON line."""
-    result: ParserEvent | RuntimeEvent = _ADAPTER.validate_json(line)
+    result: ParserEvent | RuntimeEvent = load_json_line(_ADAPTER, line)
     return result

@@ -44,6 +44,7 @@ from ..protocol.events import (
 from ..protocol.models import ActionMode, IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.references import interpolate_text
+from ..redaction import Redactor
 from .events import (
     AnyEvent,
     RunFinished,
@@ -127,6 +128,8 @@ class Run:
         self.key = key
         self.prior = prior
         self.on_event = on_event
+        # Secrets are read once per run; every event and answer passes through it.
+        self.redactor = Redactor()
         self.limits = session.limits.model_copy()
         self.model = session.model
         self.events: list[AnyEvent] = []
@@ -152,7 +155,12 @@ class Run:
         return time.monotonic() - self._t0
 
     def emit(self, event: RuntimeEvent | ParserEvent) -> None:
-        """Record ``event`` and hand it to ``on_event`` (whose errors are logged, not raised)."""
+        """Record ``event`` and hand it to ``on_event`` (whose errors are logged, not raised).
+
+        The outbound boundary for events: secrets are scrubbed and surrogates
+        escaped here, before the transcript, the view, the CLI or ``_run``.
+        """
+        event = self.redactor.value(event)
         self.events.append(event)
         if self.transcript is not None:
             self.transcript.write_event(event)
@@ -221,6 +229,7 @@ class Run:
     def _finish(self, status: RunStatus, message: str, answer: str) -> RunResult:
         from .session import RunResult
 
+        answer, message = self.redactor.text(answer), self.redactor.text(message)
         self.usage = self.usage.model_copy(update={"seconds": self.clock()})
         self.emit(
             RunFinished(
@@ -333,7 +342,9 @@ class Run:
         turn.text = text if cut_at is None else text[:cut_at]
         turn.reason = "sync_action" if turn.cut_by is not None else "stream_end"
         if self.transcript is not None:
-            self.transcript.write_model_turn(number, self.clock(), turn.text, turn.tool_calls)
+            self.transcript.write_model_turn(
+                number, self.clock(), self.redactor.text(turn.text), turn.tool_calls
+            )
         self.emit(TurnEnded(t=self.clock(), turn=number, reason=turn.reason, usage=turn.usage))
         return turn
 

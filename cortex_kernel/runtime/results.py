@@ -16,8 +16,9 @@ naming the variable that keeps the full value.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
+
+from ..safejson import escape_surrogates, safe_dumps
 
 __all__ = ["ResultStatus", "format_result", "preview", "quote", "render_value", "unquote"]
 
@@ -25,13 +26,14 @@ ResultStatus = Literal["ok", "error", "skipped", "cancelled"]
 
 
 def render_value(value: Any) -> str:
-    """The text form of a result: strings as they are, everything else as JSON."""
+    """The text form of a result: strings as they are, everything else as JSON.
+
+    Never raises: surrogates (undecodable file names) are escaped, values
+    whose ``str`` raises become ``<unprintable T: Exc>`` markers.
+    """
     if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, default=str, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+        return escape_surrogates(value)
+    return safe_dumps(value)
 
 
 def preview(value: Any, limit: int = 200) -> str:

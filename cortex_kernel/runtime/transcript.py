@@ -49,18 +49,20 @@ class TranscriptWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+        # backslashreplace: a surrogate inside a JSON string becomes its exact
+        # \udxxx escape, so a line is always written and reads back the same.
+        self._file: IO[str] | None = path.open("w", encoding="utf-8", errors="backslashreplace")
         self.error: str | None = None
 
     def write_line(self, line: str) -> None:
         """Write one JSON line (reopening in append mode once closed)."""
         try:
             if self._file is None:
-                with self.path.open("a", encoding="utf-8") as late:
+                with self.path.open("a", encoding="utf-8", errors="backslashreplace") as late:
                     late.write(line + "\n")
                 return
             self._file.write(line + "\n")
-        except OSError as exc:  # a full disk must not break the run
+        except (OSError, ValueError) as exc:  # a full disk must not break the run
             self.error = str(exc)
 
     def write_event(self, event: Any) -> None:

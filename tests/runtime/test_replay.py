@@ -37,13 +37,16 @@ def test_tokenize_is_lossless() -> None:
     assert len(tokenize(text)) > 10
 
 
-def test_from_spec() -> None:
-    model = ReplayModel.from_spec("replay:/dev/null?tps=50")
-    assert model.tps == 50 and model.path == Path("/dev/null")
+def test_from_spec(tmp_path: Path) -> None:
+    turns = write(tmp_path / "t.jsonl", {"content": "hi"})
+    model = ReplayModel.from_spec(f"replay:{turns}?tps=50")
+    assert model.tps == 50 and model.path == turns
     with pytest.raises(ConfigError):
         ReplayModel.from_spec("openai/gpt-4o")
     with pytest.raises(ConfigError):
-        ReplayModel.from_spec("replay:/dev/null?tps=fast")
+        ReplayModel.from_spec(f"replay:{turns}?tps=fast")
+    with pytest.raises(ConfigError, match="is empty"):  # checked when the model is set
+        ReplayModel.from_spec("replay:/dev/null")
 
 
 async def test_turns_in_order_then_exhausted(tmp_path: Path) -> None:

@@ -1,0 +1,173 @@
+"""The one place that keeps secrets (and unencodable text) out of everything we send.
+
+Secrets are the values of environment variables whose names look secret
+(``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, ``*APIKEY``, AWS
+access keys) plus the key variables of the providers litellm knows
+(:data:`PROVIDER_KEY_ENV`), and any key given explicitly. Each outbound
+boundary calls this module:
+
+- every event of a run, in :meth:`cortex_kernel.runtime.loop.Run.emit`,
+  before it reaches the transcript, the live view, the CLI or ``_run``;
+- every message sent to a provider (system prompt, history, action
+  results, ``llm`` sub-calls), in the model adapters;
+- the model text recorded per turn and the final answer.
+
+A :class:`Redactor` is built once per run (reading the environment is not
+free at the token rate); its :meth:`~Redactor.text` replaces each secret
+with ``***`` and writes surrogate code points (undecodable file names) as
+``\\udcff`` escapes, so every string it returns is encodable as UTF-8.
+
+This module imports nothing else of ``cortex_kernel``: every layer uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = [
+    "PROVIDER_KEY_ENV",
+    "REDACTED",
+    "SECRET_ENV_PATTERN",
+    "Redactor",
+    "is_secret_name",
+    "redact",
+    "secret_values",
+]
+
+#: The environment variable litellm reads the key from, per provider prefix.
+PROVIDER_KEY_ENV: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "text-completion-openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "cohere_chat": "COHERE_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "perplexity": "PERPLEXITYAI_API_KEY",
+    "huggingface": "HUGGINGFACE_API_KEY",
+    "azure": "AZURE_API_KEY",
+    "bedrock": "AWS_ACCESS_KEY_ID",
+    "vertex_ai": "VERTEXAI_PROJECT",
+}
+
+# Provider credentials litellm reads whose names the pattern below misses.
+_PROVIDER_SECRETS = frozenset(
+    {*PROVIDER_KEY_ENV.values(), "AZURE_AD_TOKEN", "AWS_SESSION_TOKEN", "HF_TOKEN"}
+) - {"VERTEXAI_PROJECT"}
+
+#: Names of environment variables whose values are treated as secrets.
+SECRET_ENV_PATTERN = re.compile(
+    r"(_KEY|APIKEY|_TOKEN|_SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID)$|PASSWORD|PASSWD",
+    re.IGNORECASE,
+)
+
+#: What a secret is replaced with.
+REDACTED = "***"
+
+# Values shorter than this are not redacted: "1" or "true" would mangle text.
+_MIN_SECRET_LENGTH = 6
+
+_SURROGATE = "[\ud800-\udfff]"
+
+T = TypeVar("T")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a secret."""
+    return name in _PROVIDER_SECRETS or SECRET_ENV_PATTERN.search(name) is not None
+
+
+def secret_values(
+    extra: Iterable[str | None] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Values to keep out of every message: secret-looking env vars plus ``extra``."""
+    env = os.environ if environ is None else environ
+    values = {
+        value
+        for name, value in env.items()
+        if len(value) >= _MIN_SECRET_LENGTH and is_secret_name(name)
+    }
+    values.update(v for v in extra if v and len(v) >= _MIN_SECRET_LENGTH)
+    # Longest first, so a key that contains another is replaced whole.
+    return sorted(values, key=len, reverse=True)
+
+
+class Redactor:
+    """Scrubs secrets and surrogates from text, JSON-like values and events.
+
+    Parameters
+    ----------
+    secrets
+        The values to hide (default: :func:`secret_values` now).
+    """
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        values = secret_values() if secrets is None else sorted(set(secrets), key=len, reverse=True)
+        self.secrets: tuple[str, ...] = tuple(values)
+        alternatives = [re.escape(value) for value in self.secrets] + [_SURROGATE]
+        self._pattern = re.compile("|".join(alternatives))
+
+    def _replace(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        if len(found) == 1 and "\ud800" <= found <= "\udfff":
+            return f"\\u{ord(found):04x}"
+        return REDACTED
+
+    def text(self, text: str) -> str:
+        """``text`` without secrets, surrogates escaped (the same object when clean)."""
+        if self._pattern.search(text) is None:
+            return text
+        return self._pattern.sub(self._replace, text)
+
+    def value(self, value: T) -> T:
+        """Every string inside ``value`` (dicts, lists, tuples, pydantic models) scrubbed.
+
+        Returns the same object when nothing changed, so clean events cost
+        a scan and no copy.
+        """
+        return self._walk(value, 0)  # type: ignore[no-any-return]
+
+    def _walk(self, value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if depth > 200 or value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, BaseModel):
+            updates = {}
+            for name in type(value).model_fields:
+                item = getattr(value, name, None)
+                clean = self._walk(item, depth + 1)
+                if clean is not item:
+                    updates[name] = clean
+            return value.model_copy(update=updates) if updates else value
+        if isinstance(value, dict):
+            cleaned = {self._walk(k, depth + 1): self._walk(v, depth + 1) for k, v in value.items()}
+            same = len(cleaned) == len(value) and all(
+                k in value and value[k] is v for k, v in cleaned.items()
+            )
+            return value if same else cleaned
+        if isinstance(value, list | tuple):
+            items = [self._walk(v, depth + 1) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        return value
+
+
+def redact(text: str, extra: Iterable[str | None] = ()) -> str:
+    """Replace every secret value (see :func:`secret_values`) in ``text`` with ``***``."""
+    for value in secret_values(extra):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text

@@ -1,0 +1,56 @@
+"""Events serialise whatever text they hold, and read back equal (SPEC §9)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cortex_kernel.protocol import Parser, Text, Warning, parse_parser_event
+from cortex_kernel.runtime.events import ActionSucceeded, parse_event
+
+
+def test_lone_surrogate_found_by_make_fuzz() -> None:
+    events = Parser().feed("\ud800thought></thought>") + Parser().close()
+    for event in events:
+        line = event.to_json()
+        line.encode("utf-8")  # always writable
+        assert parse_parser_event(line) == event
+
+
+@given(st.text())
+def test_any_text_round_trips(text: str) -> None:
+    event = Text(span=(0, len(text)), text=text)
+    line = event.to_json()
+    assert "\n" not in line
+    line.encode("utf-8")
+    assert parse_parser_event(line) == event
+    assert parse_parser_event(line.encode("utf-8")) == event
+
+
+def test_unknown_and_deep_values_in_details_are_written_with_a_marker() -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise ValueError("no")
+
+    deep: list[object] = []
+    for _ in range(1000):
+        deep = [deep]
+    event = Warning(span=(0, 0), message="odd", details={"obj": Unprintable(), "deep": deep})
+    record = json.loads(event.to_json())
+    assert record["details"]["obj"] == "<unprintable Unprintable: ValueError>"
+    assert "nested deeper than" in json.dumps(record["details"]["deep"])
+
+
+def test_runtime_events_round_trip_with_surrogates() -> None:
+    event = ActionSucceeded(t=0.5, id="a", preview="report-\udcff.csv")
+    assert parse_event(event.to_json()) == event
+
+
+def test_a_bad_line_still_fails_with_pydantics_error() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        parse_parser_event('{"type": "text", "span": [0, 1], "text": "\\ud800", "oops"')
