@@ -606,31 +606,14 @@ class Scheduler:
                     self._idle.set()
                     self._unpark_all()  # let idle workers leave
             if state is NodeState.SUCCEEDED:
-                # The hot loop of a fan-out: every dependent made ready here
-                # waits for this loop to finish, so it is kept lean.
-                # Same as _make_ready, inlined for awaited dependents.
                 node_id = node.action.id
-                parked = self._parked
-                now = _now()
                 for dependent in node.dependents:
                     if dependent.state in TERMINAL:
                         continue
                     waiting = dependent.waiting
                     waiting.discard(node_id)
-                    if waiting or dependent.missing:
-                        continue
-                    if dependent.action.mode is FIRE_AND_FORGET:
+                    if not waiting and not dependent.missing:
                         self._make_ready(dependent)
-                        continue
-                    dependent.state = READY
-                    dependent.ready_at = now
-                    while parked:
-                        slot = parked.popleft()
-                        if not slot.done():
-                            slot.set_result(dependent)
-                            break
-                    else:
-                        self._queue.append(dependent)
                 continue
             for dependent in node.dependents:
                 if dependent.state in TERMINAL:

@@ -452,3 +452,39 @@ def test_idle_collection_runs_the_young_pass_only_when_due() -> None:
         assert gc.get_count()[1] == 0
     finally:
         gc.callbacks.remove(watch)
+
+
+async def test_idle_workers_collect_after_a_fan_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression: dependents made ready by a settling dependency were not
+    # counted as "to start", so after a fan-out the count went negative and
+    # the idle collection never ran again for the rest of the run.
+    import cortex_kernel.runtime.scheduler as scheduler_module
+
+    idle: list[int] = []
+    monkeypatch.setattr(scheduler_module, "collect_young_if_due", lambda: idle.append(1))
+    gate = anyio.Event()
+
+    async def handler(action: Action, body: dict[str, Any]) -> Any:
+        if action.id == "hold":
+            await gate.wait()  # keeps the run open, so workers park rather than leave
+        return action.id
+
+    h = Harness(handler)
+    async with anyio.create_task_group() as tg:
+        s = h.make(tg, max_parallel=4)
+        s.submit(act("hold"))
+        s.submit(act("root"))
+        for i in range(20):
+            s.submit(act(f"leaf{i}", "root"))
+        await s.wait([f"leaf{i}" for i in range(20)])
+        for _ in range(5):
+            await anyio.lowlevel.checkpoint()  # let the idle workers park
+        idle.clear()
+        s.submit(act("late"))
+        await s.wait(["late"])
+        for _ in range(5):
+            await anyio.lowlevel.checkpoint()
+        assert idle, "no worker saw the scheduler idle after the fan-out"
+        gate.set()
+        await s.wait_all()
+    assert all(n.state is NodeState.SUCCEEDED for n in s.nodes.values())
