@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.llm.fa
 
 from cortex_kernel.llm.litellm_model import LiteLLMModel, load_litellm
 from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.runtime.model import CompletionRequest
+from cortex_kernel.runtime.ports import CompletionRequest
 from tests.llm.fake_openai import FakeOpenAIProcess, Reply, text_reply
 
 RATE = 1000.0  # chunks per second in the paced run

@@ -41,9 +41,9 @@ import anyio.lowlevel
 
 from cortex_kernel.llm.replay import ReplayModel, tokenize
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
-from cortex_kernel.runtime.events import Usage
 from cortex_kernel.runtime.limits import Limits
-from cortex_kernel.runtime.model import Completion, CompletionRequest, Model
+from cortex_kernel.runtime.ports import Completion, CompletionRequest, Model
+from cortex_kernel.runtime.run_events import Usage
 from cortex_kernel.runtime.scheduler import Scheduler
 from cortex_kernel.runtime.session import Session
 from cortex_kernel.runtime.tools import ToolRegistry

@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 from .exceptions import ConfigError
 from .model_options import ModelOptions
-from .runtime.model import Model
-from .runtime.prompt import PromptBuilder
+from .runtime.ports import Model, PromptBuilder
 from .runtime.session import Session
 
 __all__ = ["build_session", "resolve"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..exceptions import ActionError
 from ..protocol.models import Action
-from .base import ExecutionContext, Executor
+from ..runtime.ports import ExecutionContext, Executor
 
 __all__ = ["DEFAULT_INTERNAL_ACTIONS", "INTERNAL_ACTIONS", "InternalExecutor"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.models import Action
-from .base import ExecutionContext, Executor
+from ..runtime.ports import ExecutionContext, Executor
 
 __all__ = ["ToolExecutor"]
 

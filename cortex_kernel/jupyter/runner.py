@@ -27,8 +27,9 @@ from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
 
 if TYPE_CHECKING:
-    from ..runtime.model import Model
-    from ..runtime.session import RunResult, Session
+    from ..runtime.ports import Model
+    from ..runtime.run_result import RunResult
+    from ..runtime.session import Session
 
 __all__ = [
     "AgentRunner",

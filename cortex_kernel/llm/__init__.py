@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from ..runtime.model import Model
+    from ..runtime.ports import Model
     from .litellm_model import LiteLLMModel
     from .prompt import PROMPT_VERSION, ProtocolPrompt
 

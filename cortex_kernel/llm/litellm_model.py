@@ -46,8 +46,8 @@ import anyio
 
 from ..exceptions import ConfigError
 from ..redaction import Redactor, secret_values
-from ..runtime.events import Usage
-from ..runtime.model import Completion, CompletionRequest, Model
+from ..runtime.ports import Completion, CompletionRequest, Model
+from ..runtime.run_events import Usage
 from .errors import is_retryable, map_error, retry_after_seconds
 from .tool_calls import ToolCallAccumulator, tool_calls_to_protocol, tools_for_provider
 

@@ -8,7 +8,7 @@ turns with our own parser and requires the events it teaches, with no
 error or warning — the prompt must never teach what the parser rejects.
 
 :class:`ProtocolPrompt` implements the runtime's
-:class:`~cortex_kernel.runtime.prompt.PromptBuilder`. For ``protocol="tools"``
+:class:`~cortex_kernel.runtime.ports.PromptBuilder`. For ``protocol="tools"``
 (function-calling models, SPEC §2.3) the protocol lesson is replaced by a
 short note: the tools go to the provider as native function schemas.
 
@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..runtime.prompt import PromptContext
+from ..runtime.ports import PromptContext
 from .errors import redact
 
 __all__ = [
@@ -197,7 +197,7 @@ class ProtocolPrompt:
 
     Examples
     --------
-    >>> from cortex_kernel.runtime.prompt import PromptContext
+    >>> from cortex_kernel.runtime.ports import PromptContext
     >>> text = ProtocolPrompt().system_prompt(PromptContext(agent_name="helper"))
     >>> "<thought>" in text and "helper" in text
     True

@@ -34,8 +34,8 @@ import anyio
 import anyio.lowlevel
 
 from ..exceptions import ConfigError, ReplayExhausted
-from ..runtime.events import Usage
-from ..runtime.model import Completion, CompletionRequest, Model, ToolCall
+from ..runtime.ports import Completion, CompletionRequest, Model, ToolCall
+from ..runtime.run_events import Usage
 
 __all__ = ["ReplayModel", "tokenize"]
 

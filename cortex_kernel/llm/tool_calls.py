@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..runtime.model import Message, ToolCall
+from ..runtime.ports import Message, ToolCall
 
 __all__ = [
     "ToolCallAccumulator",

@@ -6,7 +6,9 @@ This package imports nothing else of ``cortex_kernel`` (SPEC, STYLE).
 
 from __future__ import annotations
 
-from .events import (
+from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
+from .parser import Parser
+from .parser_events import (
     PARSER_EVENT_TYPES,
     ActionErrorEvent,
     ActionOpen,
@@ -24,8 +26,6 @@ from .events import (
     Warning,
     parse_parser_event,
 )
-from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
-from .parser import Parser
 
 # Variable references ($name, ${name}, $name.field[0]) live in .references;
 # their names (find_references, substitute) are re-exported here once that

@@ -94,7 +94,8 @@ from ._actions import build_action, build_feed, fast_action
 from ._attributes import SIMPLE_ATTRS_RE, SIMPLE_PAIR_RE, parse_attributes
 from ._fast import build, constructor, new, set_dict, set_extra, set_fields_set, set_private
 from ._scanner import MAX_ATTRS, BodyScanner, Tag, could_become_tag, tag_pattern
-from .events import (
+from .models import Action, IdAllocator
+from .parser_events import (
     ActionErrorEvent,
     ActionOpen,
     ActionParsed,
@@ -109,7 +110,6 @@ from .events import (
     ThoughtStart,
     Warning,
 )
-from .models import Action, IdAllocator
 
 __all__ = ["Parser"]
 

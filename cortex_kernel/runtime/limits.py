@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from .events import Usage
+from .run_events import Usage
 
 __all__ = ["Limits", "usage_limit_message"]
 

@@ -30,7 +30,9 @@ import anyio
 import anyio.lowlevel
 
 from ..exceptions import ModelError
-from ..protocol.events import (
+from ..protocol.models import ActionMode, IdAllocator
+from ..protocol.parser import Parser
+from ..protocol.parser_events import (
     ActionErrorEvent,
     ActionOpen,
     ActionParsed,
@@ -41,11 +43,12 @@ from ..protocol.events import (
     ResponseStart,
     Text,
 )
-from ..protocol.models import ActionMode, IdAllocator
-from ..protocol.parser import Parser
 from ..protocol.references import interpolate_text
 from ..redaction import Redactor
-from .events import (
+from .limits import usage_limit_message
+from .ports import CompletionRequest, Message, PromptContext, ToolCall
+from .results import ResultStatus, format_result, quote, render_value
+from .run_events import (
     AnyEvent,
     RunFinished,
     RunStarted,
@@ -55,15 +58,12 @@ from .events import (
     TurnStarted,
     Usage,
 )
-from .limits import usage_limit_message
-from .model import CompletionRequest, Message, ToolCall
-from .prompt import PromptContext
-from .results import ResultStatus, format_result, quote, render_value
+from .run_result import RunResult
 from .scheduler import ActionNode, NodeState, Scheduler
 from .transcript import TranscriptWriter
 
 if TYPE_CHECKING:
-    from .session import RunResult, Session
+    from .session import Session
 
 __all__ = ["Run"]
 
@@ -227,8 +227,6 @@ class Run:
         return self._finish(status, message, answer)
 
     def _finish(self, status: RunStatus, message: str, answer: str) -> RunResult:
-        from .session import RunResult
-
         answer, message = self.redactor.text(answer), self.redactor.text(message)
         self.usage = self.usage.model_copy(update={"seconds": self.clock()})
         self.emit(

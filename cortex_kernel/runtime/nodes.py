@@ -20,7 +20,7 @@ import anyio
 
 from ..protocol._fast import new, set_dict, set_extra, set_fields_set, set_private
 from ..protocol.models import Action, ActionMode
-from .events import ActionStarted
+from .run_events import ActionStarted
 
 __all__ = [
     "FIRE_AND_FORGET",

@@ -38,18 +38,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..exceptions import ActionError, ReferenceError_, UnknownActionError
-from ..protocol.events import ActionErrorEvent, ParserEvent
 from ..protocol.models import Action, ActionMode, ActionType
+from ..protocol.parser_events import ActionErrorEvent, ParserEvent
 from ..protocol.references import find_references, substitute
-from .events import (
-    ActionCancelled,
-    ActionFailed,
-    ActionQueued,
-    ActionSkipped,
-    ActionStarted,
-    ActionSucceeded,
-    RuntimeEvent,
-)
 from .nodes import (
     FIRE_AND_FORGET,
     READY,
@@ -66,6 +57,15 @@ from .nodes import (
     now as _now,
 )
 from .results import preview
+from .run_events import (
+    ActionCancelled,
+    ActionFailed,
+    ActionQueued,
+    ActionSkipped,
+    ActionStarted,
+    ActionSucceeded,
+    RuntimeEvent,
+)
 from .variables import VariableStore
 
 __all__ = ["ActionNode", "NodeState", "Scheduler"]  # ActionNode, NodeState: from .nodes

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,58 +28,24 @@ import anyio
 import sniffio
 from anyio.abc import TaskGroup
 
-from ..executors.base import ExecutionContext, Executor, ExecutorSet
 from ..executors.internal import DEFAULT_INTERNAL_ACTIONS, InternalExecutor
-from ..executors.llm import LLMExecutor
+from ..executors.llm_call import LLMExecutor
 from ..executors.tool import ToolExecutor
 from ..protocol.models import ActionType
-from .events import AnyEvent, RunStatus, Usage
+from ..runtime.ports import ExecutionContext, Executor, ExecutorSet
 from .limits import Limits
 from .loop import Run, prior_messages
-from .model import Message, Model
-from .prompt import PromptBuilder, PromptContext
+from .ports import Message, Model, PromptBuilder, PromptContext
+from .run_events import AnyEvent
+from .run_result import RunResult
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 from .transcript import default_transcript_dir
 from .variables import VariableStore
 
-__all__ = ["DefaultPrompt", "Limits", "RunResult", "Session"]
+__all__ = ["DefaultPrompt", "Session"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunResult:
-    """What a run returns.
-
-    Attributes
-    ----------
-    run_id
-        Unique id of the run (also the transcript's file name).
-    status
-        ``ok``, ``error``, ``cancelled`` or ``limit``.
-    answer
-        The final answer with its ``$var``s filled in.
-    message
-        Why the run ended when ``status`` is not ``ok``.
-    usage
-        Turns, tokens, cost and seconds.
-    variables
-        Every value bound in this run (output keys, action ids, ``set_variable``).
-    transcript
-        The JSONL transcript, when one was written.
-    events
-        Every event of the run, in order.
-    """
-
-    run_id: str
-    status: RunStatus
-    answer: str
-    message: str
-    usage: Usage
-    variables: dict[str, Any]
-    transcript: Path | None
-    events: list[AnyEvent] = field(default_factory=list)
 
 
 class DefaultPrompt:

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from .model import ToolCall
+from .ports import ToolCall
 
 __all__ = ["TranscriptWriter", "default_transcript_dir", "read_model_turns"]
 

@@ -20,8 +20,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ..protocol.models import Action
-from .events import VariableBound
 from .results import preview
+from .run_events import VariableBound
 
 __all__ = ["VariableStore"]
 

@@ -62,7 +62,7 @@ def status(kernel: Kernel) -> str:
 
 def transcript_is_readable(kernel: Kernel) -> None:
     out = kernel.python(
-        "%%python\nfrom cortex_kernel.runtime.events import parse_event\n"
+        "%%python\nfrom cortex_kernel.runtime.run_events import parse_event\n"
         "import json\n"
         "lines = [l for l in open(_run.transcript, encoding='utf-8').read().splitlines()]\n"
         "print(sum(1 for l in lines if json.loads(l)['type'] != 'model_turn'"

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from cortex_kernel.jupyter.view import FLUSH_INTERVAL, RunView, widgets_dir
-from cortex_kernel.protocol.events import ThoughtDelta, ThoughtStart
-from cortex_kernel.runtime.events import RunFinished, RunStarted
+from cortex_kernel.protocol.parser_events import ThoughtDelta, ThoughtStart
+from cortex_kernel.runtime.run_events import RunFinished, RunStarted
 
 from .test_viewstate import run_events
 

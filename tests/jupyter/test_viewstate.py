@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from cortex_kernel.jupyter.viewstate import RunState, render_html, render_markdown, render_text
-from cortex_kernel.protocol.events import (
+from cortex_kernel.protocol.models import Action, ActionMode, ActionType
+from cortex_kernel.protocol.parser_events import (
     ActionParsed,
     ResponseDelta,
     ResponseEnd,
@@ -14,8 +15,7 @@ from cortex_kernel.protocol.events import (
     ThoughtEnd,
     ThoughtStart,
 )
-from cortex_kernel.protocol.models import Action, ActionMode, ActionType
-from cortex_kernel.runtime.events import (
+from cortex_kernel.runtime.run_events import (
     ActionCancelled,
     ActionQueued,
     ActionStarted,

@@ -6,7 +6,7 @@ from typing import Any
 
 from cortex_kernel.llm.litellm_model import LiteLLMCompletion, LiteLLMModel
 from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.runtime.model import CompletionRequest
+from cortex_kernel.runtime.ports import CompletionRequest
 from tests.llm.fake_openai import FakeOpenAI
 
 API_KEY = "sk-test-cortex-0123456789"

@@ -14,9 +14,9 @@ from cortex_kernel.llm.prompt import (
     WORKED_EXAMPLE_TURNS,
     ProtocolPrompt,
 )
-from cortex_kernel.protocol.events import ActionParsed
 from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.runtime.prompt import FeedSlot, PromptContext
+from cortex_kernel.protocol.parser_events import ActionParsed
+from cortex_kernel.runtime.ports import FeedSlot, PromptContext
 from tests.llm.support import parse_chunks
 
 BAD_EVENTS = {"action_error", "warning"}
@@ -142,7 +142,7 @@ def test_the_prompt_never_carries_a_secret(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_prompt_builder_protocol() -> None:
-    from cortex_kernel.runtime.prompt import PromptBuilder
+    from cortex_kernel.runtime.ports import PromptBuilder
 
     builder: PromptBuilder = ProtocolPrompt()
     assert builder.system_prompt(PromptContext()).startswith("You are cortex")

@@ -14,9 +14,9 @@ from cortex_kernel.llm.tool_calls import (
     tool_result_message,
     tools_for_provider,
 )
-from cortex_kernel.protocol.events import ActionErrorEvent, ActionParsed
 from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.runtime.model import ToolCall
+from cortex_kernel.protocol.parser_events import ActionErrorEvent, ActionParsed
+from cortex_kernel.runtime.ports import ToolCall
 from tests.llm.fake_openai import FakeOpenAI, sse_tool_calls
 from tests.llm.support import collect, make_model, request
 

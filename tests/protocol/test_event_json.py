@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_kernel.protocol import Parser, Text, Warning, parse_parser_event
-from cortex_kernel.runtime.events import ActionSucceeded, parse_event
+from cortex_kernel.runtime.run_events import ActionSucceeded, parse_event
 
 
 def test_lone_surrogate_found_by_make_fuzz() -> None:

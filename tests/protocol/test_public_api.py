@@ -23,7 +23,7 @@ from cortex_kernel.protocol._fast import constructor, text_event_maker
 
 def test_all_lists_exactly_the_public_names() -> None:
     public = {name for name in dir(protocol) if not name.startswith("_")}
-    modules = {"events", "models", "parser", "references", "annotations"}
+    modules = {"parser_events", "models", "parser", "references", "annotations"}
     assert set(protocol.__all__) == public - modules
     assert len(set(protocol.__all__)) == len(protocol.__all__)
     for name in protocol.__all__:

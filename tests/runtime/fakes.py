@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Sequence
 
 import anyio
 
-from cortex_kernel.runtime.events import Usage
-from cortex_kernel.runtime.model import Completion, CompletionRequest, Model, ToolCall
+from cortex_kernel.runtime.ports import Completion, CompletionRequest, Model, ToolCall
+from cortex_kernel.runtime.run_events import Usage
 
 
 class ScriptedCompletion(Completion):

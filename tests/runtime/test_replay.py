@@ -13,7 +13,7 @@ import pytest
 from cortex_kernel.exceptions import ConfigError, ReplayExhausted
 from cortex_kernel.headless import run_headless
 from cortex_kernel.llm.replay import ReplayModel, tokenize
-from cortex_kernel.runtime.model import CompletionRequest
+from cortex_kernel.runtime.ports import CompletionRequest
 from cortex_kernel.runtime.session import Session
 
 pytestmark = pytest.mark.anyio

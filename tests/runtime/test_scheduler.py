@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cortex_kernel.protocol.events import ActionErrorEvent
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
+from cortex_kernel.protocol.parser_events import ActionErrorEvent
 from cortex_kernel.runtime.scheduler import NodeState, Scheduler
 from cortex_kernel.runtime.variables import VariableStore
 

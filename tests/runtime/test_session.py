@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from cortex_kernel.exceptions import ProviderDown
-from cortex_kernel.runtime.events import parse_event
 from cortex_kernel.runtime.limits import Limits
-from cortex_kernel.runtime.model import ToolCall
+from cortex_kernel.runtime.ports import ToolCall
+from cortex_kernel.runtime.run_events import parse_event
 from cortex_kernel.runtime.session import Session
 from cortex_kernel.runtime.tools import ToolRegistry
 

@@ -6,8 +6,7 @@ from typing import Any
 
 from ..exceptions import ConfigError
 from ..protocol.models import Action
-from ..runtime.model import CompletionRequest, Message, Model
-from .base import ExecutionContext, Executor
+from ..runtime.ports import CompletionRequest, ExecutionContext, Executor, Message, Model
 
 __all__ = ["LLMExecutor"]
 

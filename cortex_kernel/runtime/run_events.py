@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..protocol.events import ParserEvent
 from ..protocol.models import Action
+from ..protocol.parser_events import ParserEvent
 from ..safejson import load_json_line, model_json
 
 __all__ = [

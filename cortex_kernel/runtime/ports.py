@@ -1,0 +1,243 @@
+"""The runtime's ports: every interface it needs from the outside, in one place.
+
+The runtime (loop, scheduler, session) talks to the rest of the world only
+through the types here; the packages around it plug in behind them, and
+:func:`cortex_kernel.agent.build_session` wires them together.
+
+Model
+    :class:`Model` streams protocol text as a :class:`Completion`.
+    ``cortex_kernel.llm`` plugs litellm in behind it, and the replay model
+    (``replay:PATH``) is another implementation. Messages are in the OpenAI
+    chat shape (``{"role": …, "content": …}``) because that is what litellm
+    takes and what transcripts record. A function-calling provider's native
+    tool calls are turned into protocol text by the model adapter
+    (``<action type="tool" id="CALL_ID" …>``), so the parser stays the one
+    contract; the calls themselves are also reported in
+    :attr:`Completion.tool_calls` so the loop can answer them with ``tool``
+    messages.
+Prompt
+    The runtime builds a :class:`PromptContext` at the start of every turn
+    (the agent's tools with their JSON schemas, the internal actions it may
+    use, the rendered context feeds…) and hands it to a
+    :class:`PromptBuilder`. The protocol prompt lives in
+    ``cortex_kernel.llm.prompt``.
+Executors
+    One small abstract class, one module per action type
+    (``cortex_kernel.executors``). The scheduler knows nothing about tools or
+    models; it calls :meth:`ExecutorSet.execute` for every attempt and
+    :meth:`ExecutorSet.check` once at submission (an error there is an
+    ``action_error``: the action never runs). Types with no executor
+    (``agent``, ``relic``, ``workflow`` until a manifest defines them) are
+    rejected with a message that says so.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..exceptions import UnknownActionError
+from ..protocol.models import Action, ActionType
+from .run_events import Usage
+from .tools import ToolRegistry
+from .variables import VariableStore
+
+__all__ = [
+    "Completion",
+    "CompletionRequest",
+    "ExecutionContext",
+    "Executor",
+    "ExecutorSet",
+    "FeedSlot",
+    "Message",
+    "Model",
+    "PromptBuilder",
+    "PromptContext",
+    "ToolCall",
+]
+
+
+Message = dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    """A native tool call of a function-calling model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str  # JSON text as the provider sent it
+
+
+class CompletionRequest(BaseModel):
+    """What a turn asks of the model."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None = None  # OpenAI function schemas, for protocol="tools"
+    protocol: Literal["xml", "tools"] = "xml"
+    options: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens…
+
+
+class Completion(ABC):
+    """One open streamed completion.
+
+    Use as ``async with model.stream(request) as completion: async for chunk
+    in completion: …``. Leaving the block (or :meth:`aclose`) stops reading
+    and closes the provider connection at once: a ``sync`` action cuts the
+    turn there and no more tokens are read or paid for.
+    """
+
+    usage: Usage
+    tool_calls: list[ToolCall]
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.tool_calls = []
+
+    @abstractmethod
+    def __aiter__(self) -> AsyncIterator[str]:
+        """Yield protocol text chunks as they arrive."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Stop the stream and release the connection; safe to call twice."""
+
+    async def __aenter__(self) -> Completion:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class Model(ABC):
+    """A streaming model. ``name`` is what the user selected (``replay:…``, ``openai/gpt-4o``…)."""
+
+    name: str
+    #: A line for the user about how the model was chosen (e.g. the offline
+    #: demo used because no provider key is set); ``None`` when there is none.
+    note: str | None = None
+
+    @abstractmethod
+    def stream(self, request: CompletionRequest) -> Completion:
+        """Open a streamed completion (the request is sent on first iteration)."""
+
+
+class FeedSlot(BaseModel):
+    """One rendered context feed as it goes into the prompt."""
+
+    id: str
+    text: str
+    error: str | None = None
+
+
+class PromptContext(BaseModel):
+    """Everything a system prompt may show the model for one turn."""
+
+    agent_name: str = "cortex"
+    instructions: str = ""
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # {"name","description","parameters"}
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+    relics: list[dict[str, Any]] = Field(default_factory=list)
+    workflows: list[dict[str, Any]] = Field(default_factory=list)
+    internal_actions: list[str] = Field(default_factory=list)
+    feeds: list[FeedSlot] = Field(default_factory=list)
+    protocol: str = "xml"  # "xml" or "tools"
+
+
+class PromptBuilder(Protocol):
+    """Builds the system prompt of a turn."""
+
+    def system_prompt(self, context: PromptContext) -> str:
+        """Return the system prompt text for ``context``."""
+        ...
+
+
+@dataclass
+class ExecutionContext:
+    """What executors may use: the session's tools, variables and model.
+
+    Attributes
+    ----------
+    tools
+        The tool registry.
+    variables
+        The session's variable store.
+    model
+        Returns the session's current model (it may be swapped between runs).
+    emit
+        Reports an event of the run (``variable_bound`` from ``set_variable``).
+    clock
+        Seconds since the run started.
+    allowed_internal
+        Internal actions this agent may use.
+    depth
+        Nesting depth of the run (0 for a cell's run).
+    """
+
+    tools: ToolRegistry
+    variables: VariableStore
+    model: Callable[[], Model]
+    emit: Callable[[Any], None]
+    clock: Callable[[], float]
+    allowed_internal: frozenset[str] = frozenset()
+    depth: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Executor(ABC):
+    """Runs the actions of one type."""
+
+    def check(self, action: Action, context: ExecutionContext) -> str | None:
+        """An error message if ``action`` cannot run at all (checked at submission)."""
+        return None
+
+    @abstractmethod
+    async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
+        """Run one attempt of ``action``; ``body`` has its references filled in.
+
+        Raise any exception to fail the attempt; return the result.
+        """
+
+
+class ExecutorSet:
+    """The executors of a session, by action type.
+
+    Parameters
+    ----------
+    executors
+        One executor per available type.
+    context
+        Handed to every call.
+    """
+
+    def __init__(self, executors: Mapping[ActionType, Executor], context: ExecutionContext) -> None:
+        self.executors = dict(executors)
+        self.context = context
+
+    def check(self, action: Action) -> str | None:
+        """Why ``action`` cannot run, or ``None``."""
+        executor = self.executors.get(action.type)
+        if executor is None:
+            kind = {"agent": "agents", "relic": "relics", "workflow": "workflows"}.get(
+                action.type.value, f"'{action.type.value}' actions"
+            )
+            return f"{action.type.value} actions are not available: no manifest defines {kind}"
+        return executor.check(action, self.context)
+
+    async def execute(self, action: Action, body: dict[str, Any]) -> Any:
+        """Run one attempt of ``action``."""
+        executor = self.executors.get(action.type)
+        if executor is None:
+            raise UnknownActionError(self.check(action) or f"no executor for {action.type}")
+        return await executor.execute(action, body, self.context)

@@ -1,0 +1,45 @@
+"""What :meth:`Session.run <cortex_kernel.runtime.session.Session.run>` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .run_events import AnyEvent, RunStatus, Usage
+
+__all__ = ["RunResult"]
+
+
+@dataclass
+class RunResult:
+    """What a run returns.
+
+    Attributes
+    ----------
+    run_id
+        Unique id of the run (also the transcript's file name).
+    status
+        ``ok``, ``error``, ``cancelled`` or ``limit``.
+    answer
+        The final answer with its ``$var``s filled in.
+    message
+        Why the run ended when ``status`` is not ``ok``.
+    usage
+        Turns, tokens, cost and seconds.
+    variables
+        Every value bound in this run (output keys, action ids, ``set_variable``).
+    transcript
+        The JSONL transcript, when one was written.
+    events
+        Every event of the run, in order.
+    """
+
+    run_id: str
+    status: RunStatus
+    answer: str
+    message: str
+    usage: Usage
+    variables: dict[str, Any]
+    transcript: Path | None
+    events: list[AnyEvent] = field(default_factory=list)
