@@ -243,6 +243,17 @@ function renderNode(node, children, store, depth) {
     d.textContent = detail;
     li.appendChild(d);
   }
+  if (node.traceback) {
+    // The failing tool's own frames, collapsed until asked for.
+    const tb = document.createElement("details");
+    tb.className = "cortex-traceback";
+    const summary = document.createElement("summary");
+    summary.textContent = "traceback";
+    const pre = document.createElement("pre");
+    pre.textContent = node.traceback;
+    tb.append(summary, pre);
+    li.appendChild(tb);
+  }
   const kids = children.get(node.id) || [];
   if (kids.length) {
     const ul = document.createElement("ul");

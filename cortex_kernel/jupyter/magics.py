@@ -166,7 +166,8 @@ def _relics(line: str) -> None:
 def _variables(line: str) -> None:
     """%variables — the variables the agent's runs produced, with types and previews."""
     runner = runner_for(_shell())
-    variables = runner.session.variables
+    # Named values only (output keys, set_variable): action ids are not variables.
+    variables = runner.session.variables_store.values
     if not variables:
         print("(no variables yet)")
         return

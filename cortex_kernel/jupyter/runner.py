@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shlex
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, LimitExceeded, RunCancelled, RunError
@@ -38,6 +40,7 @@ __all__ = [
     "RunInterrupted",
     "RunLimitReached",
     "existing_runner",
+    "notebook_relative",
     "parse_options",
     "run_cell",
     "runner_for",
@@ -152,7 +155,7 @@ class AgentRunner:
         # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
         # or the temp dir); %transcript export keeps a copy.
         return build_session(
-            model=model,
+            model=None if model is None else notebook_relative(model),
             manifest=manifest,
             options=self.model_options,
             namespace=self.shell.user_ns,
@@ -161,7 +164,9 @@ class AgentRunner:
     def _model(self, spec: str | None, options: ModelOptions) -> Model:
         from ..agent import resolve
 
-        return resolve(spec, options.protocol or "xml", options)
+        return resolve(
+            None if spec is None else notebook_relative(spec), options.protocol or "xml", options
+        )
 
     @property
     def session(self) -> Session:
@@ -175,17 +180,19 @@ class AgentRunner:
 
         A new ``spec`` starts from its own ``options`` (the protocol stays);
         ``spec=None`` keeps the model and changes only the options given.
+        The model is checked now (a missing replay file, a bad option): a
+        failing ``%model`` raises :class:`ConfigError` and changes nothing.
         """
         options = options if options is not None else ModelOptions()
         if spec is None:
             merged = self.model_options.merged(options)
         else:
             merged = ModelOptions(protocol=self.model_options.protocol).merged(options)
-        model = self._model(spec or self.model_spec, merged) if self._session else None
+        model = self._model(spec or self.model_spec, merged)
         self.model_options = merged
         if spec is not None:
             self.model_spec = spec
-        if self._session is not None and model is not None:
+        if self._session is not None:
             self._session.model = model
             self._session.protocol = merged.protocol or "xml"
 
@@ -246,6 +253,15 @@ class AgentRunner:
         self.loop = asyncio.get_running_loop()
         options = parse_options(options_line)
         session = self._session_for(options)
+        # A bad --model fails the cell before a view is shown (never a view
+        # stuck at "running" above the error). A fresh model per cell: a
+        # replay file starts from its first turn.
+        cell_options = options.model_options
+        cell_model = None
+        if options.model or cell_options.model_kwargs():
+            cell_model = self._model(
+                options.model or self.model_spec, self.model_options.merged(cell_options)
+            )
         text = interpolate(message, self.shell.user_ns)
         # Notebook functions marked with @cortex_kernel.tool are the agent's tools.
         session.tools.collect(self.shell.user_ns)
@@ -264,16 +280,12 @@ class AgentRunner:
 
         previous_model = None
         previous_protocol = session.protocol
-        cell_options = options.model_options
-        if options.model or cell_options.model_kwargs():
-            previous_model = session.model
-            # A fresh model per cell: a replay file starts from its first turn.
-            session.model = self._model(
-                options.model or self.model_spec, self.model_options.merged(cell_options)
-            )
+        if cell_model is not None:
+            previous_model, session.model = session.model, cell_model
         if cell_options.protocol is not None:
             session.protocol = cell_options.protocol
         result: RunResult | None = None
+        before = session.last_result
         try:
             with anyio.CancelScope() as scope, cancel_on_sigint(scope):
                 result = await session.run(text, key=self.current_cell_id, on_event=on_event)
@@ -284,6 +296,8 @@ class AgentRunner:
             view.finish()
             if handle is not None:
                 handle.update(view)
+        if result is None and session.last_result is not before:
+            result = session.last_result  # the interrupted run, settled as cancelled
         if result is not None:
             self.results.append(result)
             self.shell.user_ns["_run"] = result
@@ -297,6 +311,22 @@ class AgentRunner:
         if result.status != "ok":
             raise RunFailed(result.message or "The run failed.")
         return FinalAnswer(result.answer) if result.answer else None
+
+
+def notebook_relative(spec: str) -> str:
+    """``replay:PATH`` with a relative PATH made absolute against the notebook's folder.
+
+    The folder is ``$CORTEX_NOTEBOOK_DIR`` when a runner sets it (papermill,
+    whose kernels run in the caller's directory); otherwise the kernel's
+    working directory, which Jupyter front ends set to the notebook's folder.
+    """
+    if not spec.startswith("replay:"):
+        return spec
+    path, sep, query = spec.removeprefix("replay:").partition("?")
+    base = os.environ.get("CORTEX_NOTEBOOK_DIR")
+    if not path or not base or Path(path).expanduser().is_absolute():
+        return spec
+    return f"replay:{Path(base) / path}{sep}{query}"
 
 
 _RUNNERS: weakref.WeakKeyDictionary[Any, AgentRunner] = weakref.WeakKeyDictionary()

@@ -47,6 +47,7 @@ STATE_ICONS: dict[str, str] = {
 }
 
 _PREVIEW_CHARS = 300
+_TRACEBACK_CHARS = 6000
 
 
 def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
@@ -338,7 +339,15 @@ class RunState:
         self._op_node(e["id"], state="succeeded", t1=e["t"], preview=_clip(e.get("preview", "")))
 
     def _on_action_failed(self, e: dict[str, Any]) -> None:
-        self._op_node(e["id"], state="failed", t1=e["t"], error=_clip(e.get("error", "")))
+        fields: dict[str, Any] = {
+            "state": "failed",
+            "t1": e["t"],
+            "error": _clip(e.get("error", "")),
+        }
+        if e.get("traceback"):
+            # Shown collapsed under the failed action.
+            fields["traceback"] = _clip(e["traceback"], _TRACEBACK_CHARS)
+        self._op_node(e["id"], **fields)
 
     def _on_action_skipped(self, e: dict[str, Any]) -> None:
         self._op_node(e["id"], state="skipped", t1=e["t"], error=_clip(e.get("reason", "")))
@@ -466,6 +475,11 @@ def render_html(doc: dict[str, Any]) -> str:
             detail = node.get("error") or node.get("preview")
             if detail:
                 line += f' <span style="color: #555">{esc(_clip(str(detail), 200))}</span>'
+            if node.get("traceback"):
+                line += (
+                    '<details><summary style="color: #b00">traceback</summary>'
+                    f'<pre style="font-size: 11px">{esc(node["traceback"])}</pre></details>'
+                )
             out.append(f"<li>{line}")
             walk(node["id"])
             out.append("</li>")

@@ -139,9 +139,12 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
         raise ConfigError(f"Unknown protocol {protocol!r}: use 'xml' or 'tools' (--protocol).")
     chosen = (name or "").strip() or default_model_name()
     if chosen is None:
-        model = _replay(f"replay:{DEMO_TRANSCRIPT}")
-        model.note = DEMO_NOTE
-        return model
+        from .replay import ReplayModel
+
+        demo = ReplayModel.from_spec(f"replay:{DEMO_TRANSCRIPT}")
+        demo.note = DEMO_NOTE
+        demo.restart_each_run = True  # every question gets the demo, not ReplayExhausted
+        return demo
     if chosen.startswith("replay:"):
         return _replay(chosen)
     from .litellm_model import LiteLLMModel

@@ -193,6 +193,8 @@ class ReplayModel(Model):
         self.tps = tps if tps and tps > 0 else None
         self.turns = _load_turns(self.path)
         self.position = 0
+        # The demo model replays its transcript for every new question.
+        self.restart_each_run = False
         query = f"?tps={tps:g}" if self.tps else ""
         self.name = f"replay:{self.path}{query}"
 
@@ -237,4 +239,14 @@ class ReplayModel(Model):
 
     def stream(self, request: CompletionRequest) -> Completion:
         """Open the next recorded turn as a streamed completion."""
+        if self.restart_each_run and _opens_a_run(request):
+            self.reset()
         return _ReplayCompletion(self, request)
+
+
+def _opens_a_run(request: CompletionRequest) -> bool:
+    # A run's first turn ends with the user's message; later turns end with
+    # action results (a user message of <action_result> blocks, or tool messages).
+    last = request.messages[-1] if request.messages else {}
+    content = str(last.get("content") or "")
+    return last.get("role") == "user" and not content.lstrip().startswith("<action_result")

@@ -222,7 +222,8 @@ class Run:
             # settle every action as cancelled, report, write the transcript.
             if self.scheduler is not None:
                 self.scheduler.cancel_all("run cancelled")
-            self._finish("cancelled", "the run was cancelled", "")
+            # Kept on the session: the caller sees the cancellation, not a result.
+            self.session.last_result = self._finish("cancelled", "the run was cancelled", "")
             raise
         return self._finish(status, message, answer)
 

@@ -78,6 +78,7 @@ class ActionNode:
     _done: anyio.Event | None = None
     result: Any = None
     error: str = ""
+    traceback: str = ""  # of the exception that failed it, runtime frames trimmed
     has_refs: bool = False
     attempts: int = 0
     submitted_at: float = 0.0

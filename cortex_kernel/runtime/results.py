@@ -16,11 +16,26 @@ naming the variable that keeps the full value.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import threading
+import traceback
+from pathlib import Path
 from typing import Any, Literal
+
+import anyio
 
 from ..safejson import escape_surrogates, safe_dumps
 
-__all__ = ["ResultStatus", "format_result", "preview", "quote", "render_value", "unquote"]
+__all__ = [
+    "ResultStatus",
+    "format_result",
+    "own_traceback",
+    "preview",
+    "quote",
+    "render_value",
+    "unquote",
+]
 
 ResultStatus = Literal["ok", "error", "skipped", "cancelled"]
 
@@ -34,6 +49,37 @@ def render_value(value: Any) -> str:
     if isinstance(value, str):
         return escape_surrogates(value)
     return safe_dumps(value)
+
+
+# Frames from these places are the machinery around a tool, not the tool:
+# this package (scheduler, executors, registry), anyio, asyncio's and the
+# thread pool's frames.
+_MACHINERY: tuple[str, ...] = (
+    str(Path(__file__).resolve().parents[1]),
+    str(Path(anyio.__file__).resolve().parent),
+    str(Path(asyncio.__file__).resolve().parent),
+    str(Path(concurrent.futures.__file__).resolve().parent),
+    str(Path(threading.__file__).resolve()),
+)
+
+
+def own_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` with the runtime's frames trimmed ("" when none remain).
+
+    What a user debugging a failing tool needs: the tool's own frames (a
+    notebook cell, a module of theirs) and the exception line, without the
+    scheduler, executors, anyio or thread-pool frames around the call.
+    """
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(frame.filename).resolve()).startswith(_MACHINERY)
+    ]
+    if not frames:
+        return ""
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip("\n")
 
 
 def preview(value: Any, limit: int = 200) -> str:

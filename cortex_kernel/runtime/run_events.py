@@ -147,6 +147,8 @@ class ActionFailed(RuntimeEventBase):
     error: str
     duration: float = 0.0
     attempts: int = 1
+    # The failing code's own frames (the runtime's trimmed), when it raised.
+    traceback: str | None = None
 
 
 class ActionSkipped(RuntimeEventBase):

@@ -56,7 +56,7 @@ from .nodes import (
 from .nodes import (
     now as _now,
 )
-from .results import preview
+from .results import own_traceback, preview
 from .run_events import (
     ActionCancelled,
     ActionFailed,
@@ -458,6 +458,7 @@ class Scheduler:
                                 failure = str(exc)
                             except Exception as exc:
                                 failure = _describe(exc)
+                                node.traceback = own_traceback(exc)
                 except anyio.get_cancelled_exc_class():
                     # Cancelled from outside the node's own scope: the whole
                     # group is going down, so dependents are cancelled too.
@@ -537,6 +538,7 @@ class Scheduler:
                 raise _Failure(str(exc)) from None  # retrying cannot help
             except Exception as exc:
                 message = _describe(exc)
+                node.traceback = own_traceback(exc)
             if attempt < total:
                 delay = min(self._retry_cap, self._retry_base * 2 ** (attempt - 1))
                 await anyio.sleep(delay * random.uniform(0.5, 1.5))
@@ -626,7 +628,12 @@ class Scheduler:
     def _terminal_event(self, node: ActionNode, t: float, duration: float) -> RuntimeEvent:
         if node.state is NodeState.FAILED:
             return ActionFailed(
-                t=t, id=node.id, error=node.error, duration=duration, attempts=node.attempts
+                t=t,
+                id=node.id,
+                error=node.error,
+                duration=duration,
+                attempts=node.attempts,
+                traceback=node.traceback or None,
             )
         if node.state is NodeState.SKIPPED:
             return ActionSkipped(t=t, id=node.id, reason=node.error)

@@ -161,7 +161,8 @@ class Session:
         RunResult
             Failed runs (model error, limit) return with status ``error`` or
             ``limit``; a cancelled run re-raises the cancellation after
-            reporting ``run_finished(status="cancelled")``.
+            reporting ``run_finished(status="cancelled")``; its result is
+            then :attr:`last_result`.
         """
         run_id = uuid.uuid4().hex[:12]
         folder = (

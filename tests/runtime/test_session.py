@@ -170,7 +170,8 @@ async def test_cancelled_run(tmp_path: Path) -> None:
     assert cancelled == {"a1", "a2", "a3"}
     # the complete turn is kept, nothing half-written
     assert [m["role"] for m in s.history()] == ["user", "assistant", "user", "assistant"]
-    assert s.last_result is None or s.last_result.status == "ok"
+    # the interrupted run is the last result, settled as cancelled
+    assert s.last_result is not None and s.last_result.status == "cancelled"
     await s.aclose()
 
 
