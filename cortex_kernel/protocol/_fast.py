@@ -25,7 +25,6 @@ __all__ = [
     "set_extra",
     "set_fields_set",
     "set_private",
-    "text_event_maker",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -63,28 +62,6 @@ def constructor(cls: type[M]) -> Callable[..., M]:
         model = _new(cls)
         _set(model, "__dict__", data)
         _set_fields_set(model, set(values))
-        _set_extra(model, None)
-        _set_private(model, None)
-        return model
-
-    return make
-
-
-def text_event_maker(cls: type[M]) -> Callable[[tuple[int, int], str], M]:
-    """A positional constructor ``make(span, text)`` for a text-carrying event."""
-    type_value = cls.model_fields["type"].default
-    fields_set = {"span", "text"}
-
-    def make(span: tuple[int, int], text: str) -> M:
-        model = _new(cls)
-        _set(
-            model,
-            "__dict__",
-            {"type": type_value, "span": span, "t": None, "turn": None, "text": text},
-        )
-        # Shared by every event of the class: model_copy copies the set before
-        # it updates it, and nothing else writes to it.
-        _set_fields_set(model, fields_set)
         _set_extra(model, None)
         _set_private(model, None)
         return model

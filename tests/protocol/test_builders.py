@@ -1,0 +1,88 @@
+"""The fast action builder agrees with the general one on the property corpus.
+
+:func:`~cortex_kernel.protocol._actions.fast_action` builds the common
+action without pydantic validation and returns ``None`` for anything else;
+:meth:`Parser._close_action` then asks
+:func:`~cortex_kernel.protocol._actions.build_action`. Every action the fast
+builder accepts must be exactly what the general one builds, with no
+warning, and its id claimed the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from cortex_kernel.protocol import IdAllocator, Parser, _actions
+from cortex_kernel.protocol import parser as parser_module
+
+from .doc_strategies import documents, mutated_documents
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+class _Compared:
+    """Wraps fast_action: checks each of its answers against build_action."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+
+    def __call__(
+        self,
+        attrs: dict[str, str],
+        raw_body: str,
+        open_id: str,
+        in_thought: bool,
+        ids: IdAllocator,
+    ) -> Any:
+        before = copy.deepcopy(ids)
+        fast = _actions.fast_action(attrs, raw_body, open_id, in_thought, ids)
+        if fast is None:
+            assert ids.seen == before.seen, "a refused action claimed an id"
+            return None
+        self.accepted += 1
+        general = _actions.build_action(
+            attrs, raw_body, open_id=open_id, in_thought=in_thought, ids=before
+        )
+        assert general.error is None and general.warnings == ()
+        assert general.action == fast
+        assert general.action.model_dump() == fast.model_dump()
+        assert general.action.model_fields_set <= fast.model_fields_set
+        assert before.seen == ids.seen
+        return fast
+
+
+def _parse_comparing(monkeypatch: pytest.MonkeyPatch, text: str) -> _Compared:
+    compared = _Compared()
+    with monkeypatch.context() as patch:
+        patch.setattr(parser_module, "fast_action", compared)
+        parser = Parser()
+        parser.feed(text)
+        parser.close()
+    return compared
+
+
+@SETTINGS
+@given(documents)
+def test_fast_builder_equals_general_builder_on_documents(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _parse_comparing(monkeypatch, text)
+
+
+@SETTINGS
+@given(mutated_documents())
+def test_fast_builder_equals_general_builder_on_broken_documents(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _parse_comparing(monkeypatch, text)
+
+
+def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (
+        '<action type="tool" id="x" mode="async" depends_on="a" output_key="k">'
+        '{"name": "n", "parameters": {}}</action><action type="llm">{"prompt": "p"}</action>'
+        "<action type=tool>{'name': 'n'}</action>"  # not strict JSON: general builder only
+    )
+    assert _parse_comparing(monkeypatch, text).accepted == 2
