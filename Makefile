@@ -53,3 +53,9 @@ local-model:
 
 local-model-stop:
 	$(PY) scripts/local_model.py stop
+
+# The default eval suite against the local model (tens of seconds per task on
+# 2 cores; PROTOCOL=tools for function calling). Reports go to benchmarks/results/.
+PROTOCOL ?= xml
+eval-local: $(STAMP) local-model
+	$(BIN)/cortex-kernel eval --model openai/local --api-base http://127.0.0.1:$(PORT)/v1 --protocol $(PROTOCOL)

@@ -18,12 +18,16 @@ from .runtime.session import Session
 __all__ = ["build_session", "resolve"]
 
 
-def resolve(model: str | None, protocol: str = "xml", options: ModelOptions | None = None) -> Model:
+def resolve(
+    model: str | Model | None, protocol: str = "xml", options: ModelOptions | None = None
+) -> Model:
     """The model for ``model`` (``replay:PATH[?tps=N]`` or a provider model string).
 
     ``options`` (temperature, max tokens, seed, endpoint) go to a provider
-    model; a replay model ignores them.
+    model; a replay model ignores them. A :class:`Model` is used as it is.
     """
+    if isinstance(model, Model):
+        return model
     if model is not None and model.startswith("replay:"):
         from .llm.replay import ReplayModel
 
@@ -50,7 +54,7 @@ def _prompt() -> PromptBuilder | None:
 
 
 def build_session(
-    model: str | None = None,
+    model: str | Model | None = None,
     manifest: str | None = None,
     protocol: str | None = None,
     options: ModelOptions | None = None,
@@ -61,7 +65,8 @@ def build_session(
     Parameters
     ----------
     model
-        ``replay:PATH[?tps=N]``, a litellm model string, or ``None`` for the
+        ``replay:PATH[?tps=N]``, a litellm model string, a :class:`Model`
+        (shared between sessions, as the eval does), or ``None`` for the
         default (see :func:`cortex_kernel.llm.resolve_model`).
     manifest
         An agent manifest; not supported by this runtime yet (``ConfigError``).

@@ -1,4 +1,4 @@
-"""The command line: ``cortex-kernel install|parse|run|bench|demo``.
+"""The command line: ``cortex-kernel install|parse|run|eval|bench|demo``.
 
 Each command imports what it needs when it runs, so ``cortex-kernel parse``
 never pays for litellm or Jupyter.
@@ -48,6 +48,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--manifest", help="agent manifest (YAML or TOML)")
     run.add_argument("--transcript", help="write the run's JSONL transcript here")
     add_model_arguments(run)
+
+    evaluate = sub.add_parser(
+        "eval", help="run an eval suite: how well does a model speak the protocol?"
+    )
+    evaluate.add_argument("--model", help="litellm model string or replay:PATH")
+    evaluate.add_argument("--suite", help="suite YAML file (default: the built-in suite)")
+    evaluate.add_argument("--samples", type=int, default=1, help="runs per task (variance)")
+    evaluate.add_argument("--task", action="append", help="run only this task id (repeatable)")
+    evaluate.add_argument("--out", help="folder for the JSON report (default benchmarks/results)")
+    add_model_arguments(evaluate)
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their figures")
     bench.add_argument("name", nargs="?", help="one benchmark (default: all)")
@@ -139,6 +149,22 @@ def _dispatch(args: argparse.Namespace) -> int:
             manifest=args.manifest,
             transcript=args.transcript,
             options=options,
+        )
+    if args.command == "eval":
+        from .evaluation import run_eval
+
+        try:
+            options = options_from_args(args, where="cortex-kernel eval")
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        return run_eval(
+            model=args.model,
+            suite=args.suite,
+            options=options,
+            samples=args.samples,
+            tasks=args.task,
+            out=args.out,
         )
     if args.command == "bench":
         from .bench import run_benchmarks

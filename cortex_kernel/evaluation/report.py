@@ -1,0 +1,125 @@
+"""Figures of an eval: per task and overall, as a dict, a table and a JSON file."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .runner import TaskResult
+
+__all__ = ["overall", "report", "table", "write_report"]
+
+
+def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
+    """Success rate, clean-run rate, means and totals over the applicable tasks.
+
+    With several samples, ``success_rate_stdev`` is the spread of the
+    per-sample success rates.
+    """
+    done = [r for r in results if r.applicable]
+    n = len(done)
+
+    def mean(values: list[float]) -> float:
+        return round(statistics.fmean(values), 3) if values else 0.0
+
+    per_sample = [
+        sum(r.correct for r in done if r.sample == s) / max(1, sum(r.sample == s for r in done))
+        for s in range(samples)
+    ]
+    statuses: dict[str, int] = {}
+    for r in done:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    return {
+        "tasks": n,
+        "not_applicable": len(results) - n,
+        "correct": sum(r.correct for r in done),
+        "success_rate": round(sum(r.correct for r in done) / n, 4) if n else 0.0,
+        "success_rate_stdev": round(statistics.stdev(per_sample), 4) if samples > 1 else 0.0,
+        "clean_runs": sum(r.clean for r in done),
+        "clean_run_rate": round(sum(r.clean for r in done) / n, 4) if n else 0.0,
+        "mean_turns": mean([r.turns for r in done]),
+        "mean_tokens": mean([r.tokens for r in done]),
+        "mean_first_prompt_tokens": mean([r.first_prompt_tokens for r in done]),
+        "total_tokens": sum(r.tokens for r in done),
+        "mean_seconds": mean([r.seconds for r in done]),
+        "total_seconds": round(sum(r.seconds for r in done), 1),
+        "action_errors": sum(r.action_errors for r in done),
+        "warnings": sum(r.warnings for r in done),
+        "repair_turns": sum(r.repair_turns for r in done),
+        "ok_with_empty_answer": sum(r.empty_ok for r in done),
+        "names_overwritten": sum(len(r.overwritten) for r in done),
+        "statuses": statuses,
+    }
+
+
+def report(
+    results: list[TaskResult],
+    *,
+    suite: str,
+    model: str,
+    protocol: str,
+    options: dict[str, Any],
+    samples: int,
+    prompt_version: str,
+) -> dict[str, Any]:
+    """The whole report as a JSON-ready dict."""
+    tasks = []
+    for r in results:
+        entry = asdict(r)
+        entry["clean"] = r.clean
+        entry["tokens"] = r.tokens
+        entry["seconds"] = round(r.seconds, 2)
+        tasks.append(entry)
+    return {
+        "suite": suite,
+        "model": model,
+        "protocol": protocol,
+        "prompt_version": prompt_version,
+        "options": options,
+        "samples": samples,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "overall": overall(results, samples),
+        "tasks": tasks,
+    }
+
+
+def table(data: dict[str, Any]) -> str:
+    """A plain-text summary: one line per task, then the overall figures."""
+    lines = [
+        f"{'task':<28} {'ok':<4} {'status':<9} {'turns':>5} {'acts':>4} {'errs':>4} "
+        f"{'warn':>4} {'rep':>3} {'tokens':>7} {'sec':>6}"
+    ]
+    for t in data["tasks"]:
+        if not t["applicable"]:
+            lines.append(f"{t['id']:<28} n/a")
+            continue
+        lines.append(
+            f"{t['id']:<28} {'yes' if t['correct'] else 'NO':<4} {t['status']:<9} "
+            f"{t['turns']:>5} {t['actions_parsed']:>4} {t['action_errors']:>4} "
+            f"{t['warnings']:>4} {t['repair_turns']:>3} {t['tokens']:>7} {t['seconds']:>6.1f}"
+        )
+    o = data["overall"]
+    lines.append(
+        f"success {o['correct']}/{o['tasks']} ({o['success_rate']:.0%}), clean runs "
+        f"{o['clean_runs']}/{o['tasks']} ({o['clean_run_rate']:.0%}), mean turns "
+        f"{o['mean_turns']:.2f}, mean tokens {o['mean_tokens']:.0f}, mean "
+        f"{o['mean_seconds']:.1f} s/task, total {o['total_seconds']:.0f} s; "
+        f"ok-with-empty-answer {o['ok_with_empty_answer']}, names overwritten "
+        f"{o['names_overwritten']}"
+    )
+    return "\n".join(lines)
+
+
+def write_report(data: dict[str, Any], folder: Path) -> Path:
+    """Write ``data`` as ``eval-<model>-<protocol>-<time>.json`` under ``folder``."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(data["model"]))[-60:]
+    stamp = data["timestamp"].replace(":", "").replace("-", "")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"eval-{slug}-{data['protocol']}-{stamp}.json"
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    return path

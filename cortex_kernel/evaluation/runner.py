@@ -1,0 +1,222 @@
+"""Run a suite: every task in a fresh session of the kernel's own runtime.
+
+Each task gets a new :class:`~cortex_kernel.runtime.session.Session` from
+:func:`cortex_kernel.agent.build_session` (the composition the kernel uses),
+a namespace holding the suite's tools by name (as in a notebook, so an agent
+that overwrites a user's name is caught), and runs its ``before`` cells and
+then its message. The figures of a task come from the run's events; the
+check is applied to the last run's answer.
+
+The model object is resolved once and shared by the tasks, so a replay model
+plays its turns across tasks in order (the eval's own tests rely on it) and a
+provider client is not rebuilt per task.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model_options import ModelOptions
+from ..runtime.limits import Limits
+from ..runtime.session import RunResult
+from .suite import Suite, Task
+
+__all__ = ["TaskResult", "run_suite", "run_task"]
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TaskResult:
+    """The figures of one task (one sample)."""
+
+    id: str
+    category: str
+    sample: int
+    applicable: bool = True
+    correct: bool = False
+    status: str = ""
+    answer: str = ""
+    failure: str | None = None
+    turns: int = 0
+    actions_parsed: int = 0
+    action_errors: int = 0
+    warnings: int = 0
+    repair_turns: int = 0
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    first_prompt_tokens: int = 0
+    tools_called: list[str] = field(default_factory=list)
+    overwritten: list[str] = field(default_factory=list)
+    empty_ok: bool = False
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """No action error and no repair turn."""
+        return self.action_errors == 0 and self.repair_turns == 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _absorb(result: TaskResult, run: RunResult) -> str:
+    """Add one run's figures to ``result``; return the final response as written."""
+    written = ""
+    buffer: list[str] | None = None
+    actions: dict[str, Any] = {}
+    for event in run.events:
+        kind = getattr(event, "type", "")
+        if kind == "turn_started":
+            result.turns += 1
+            if getattr(event, "repair", False):
+                result.repair_turns += 1
+        elif kind == "action_parsed":
+            result.actions_parsed += 1
+            action = event.action  # type: ignore[union-attr]
+            actions[action.id] = action
+        elif kind == "action_error":
+            result.action_errors += 1
+        elif kind == "warning" or kind.endswith("_warning"):
+            result.warnings += 1
+        elif kind == "action_started":
+            action = actions.get(str(getattr(event, "id", "")))
+            if action is not None:
+                name = action.body.get("name") if action.type.value == "tool" else None
+                result.tools_called.append(str(name) if name else action.type.value)
+        elif kind == "response_start":
+            buffer = [] if event.final else None  # type: ignore[union-attr]
+        elif kind == "response_delta" and buffer is not None:
+            buffer.append(event.text)  # type: ignore[union-attr]
+        elif kind == "response_end" and buffer is not None:
+            written, buffer = "".join(buffer), None
+    usage = run.usage
+    if result.first_prompt_tokens == 0:
+        first = next((e for e in run.events if getattr(e, "type", "") == "turn_ended"), None)
+        if first is not None and first.usage is not None:  # type: ignore[union-attr]
+            result.first_prompt_tokens = first.usage.prompt_tokens  # type: ignore[union-attr]
+    result.prompt_tokens += usage.prompt_tokens
+    result.completion_tokens += usage.completion_tokens
+    if run.status != "ok" and run.message:
+        result.messages.append(f"{run.status}: {run.message}")
+    return written
+
+
+async def run_task(
+    task: Task,
+    suite: Suite,
+    *,
+    model: Any,
+    protocol: str,
+    options: ModelOptions,
+    sample: int = 0,
+    transcript_dir: Path | None = None,
+) -> TaskResult:
+    """Run one task in a fresh session and check its answer."""
+    from ..agent import build_session
+
+    result = TaskResult(id=task.id, category=task.category, sample=sample)
+    if protocol not in task.protocols:
+        result.applicable = False
+        result.failure = f"not applicable to protocol {protocol}"
+        return result
+    namespace: dict[str, Any] = dict(suite.tools)
+    before = dict(namespace)
+    limits = Limits.model_validate(suite.limits)
+    session = build_session(
+        model=model,
+        protocol=protocol,
+        options=options,
+        namespace=namespace,
+        limits=limits,
+        transcript_dir=transcript_dir,
+    )
+    for name, function in suite.tools.items():
+        session.tools.register(function, name=name)
+    started = time.perf_counter()
+    last: RunResult | None = None
+    written = ""
+    try:
+        for message in [*task.before, task.message]:
+            last = await session.run(message)
+            written = _absorb(result, last)
+    finally:
+        await session.aclose()
+    result.seconds = time.perf_counter() - started
+    assert last is not None
+    result.status = last.status
+    result.answer = last.answer
+    result.empty_ok = last.status == "ok" and not last.answer.strip()
+    result.overwritten = sorted(n for n, v in before.items() if namespace.get(n) is not v)
+    result.failure = _judge(task, result, written, protocol)
+    result.correct = result.failure is None
+    return result
+
+
+def _judge(task: Task, result: TaskResult, written: str, protocol: str) -> str | None:
+    if result.status != "ok":
+        return f"run ended with status {result.status}" + (
+            f" ({result.messages[-1]})" if result.messages else ""
+        )
+    if result.empty_ok:
+        return "empty answer"
+    for check in task.check:
+        failure = check.failure(result.answer, written, protocol)
+        if failure is not None:
+            return failure
+    missing = [name for name in task.tools if name not in result.tools_called]
+    missing += [kind for kind in task.actions if kind not in result.tools_called]
+    if missing:
+        return f"never called: {', '.join(missing)}"
+    return None
+
+
+async def run_suite(
+    suite: Suite,
+    *,
+    model: str | None,
+    protocol: str,
+    options: ModelOptions,
+    samples: int = 1,
+    progress: Progress | None = None,
+    transcript_dir: Path | None = None,
+) -> list[TaskResult]:
+    """Run every task ``samples`` times; report each as it ends through ``progress``."""
+    from ..agent import resolve
+
+    shared = resolve(model, protocol, options)
+    folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
+    results: list[TaskResult] = []
+    total = len(suite.tasks) * samples
+    correct = 0
+    for sample in range(samples):
+        for task in suite.tasks:
+            done = len(results)
+            if progress is not None:
+                progress(f"[{done + 1}/{total}] {task.id} … ({correct}/{done} correct so far)")
+            result = await run_task(
+                task,
+                suite,
+                model=shared,
+                protocol=protocol,
+                options=options,
+                sample=sample,
+                transcript_dir=folder,
+            )
+            results.append(result)
+            correct += result.correct
+            if progress is not None:
+                mark = "ok " if result.correct else ("n/a" if not result.applicable else "FAIL")
+                why = f" - {result.failure}" if result.failure and result.applicable else ""
+                progress(
+                    f"[{done + 1}/{total}] {task.id}: {mark} {result.seconds:.1f} s, "
+                    f"{result.turns} turn(s){why}"
+                )
+    return results

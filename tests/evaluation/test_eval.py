@@ -1,0 +1,138 @@
+"""``cortex-kernel eval`` on the replay model: the figures a user reads are exact."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cortex_kernel.evaluation import DEFAULT_SUITE, load_suite
+from cortex_kernel.evaluation.suite import numbers_in
+from cortex_kernel.exceptions import ConfigError
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def eval_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cortex_kernel", "eval", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("eval")
+    result = eval_cli(
+        "--model",
+        f"replay:{DATA / 'turns.jsonl'}",
+        "--suite",
+        str(DATA / "suite.yaml"),
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    # A progress line per task start and end, on stderr.
+    progress = [line for line in result.stderr.splitlines() if line.startswith("eval [")]
+    assert progress[0] == "eval [1/7] no-tool … (0/0 correct so far)"
+    assert progress[-1] == "eval [7/7] tools-only: n/a 0.0 s, 0 turn(s)"
+    files = list(out.glob("eval-replay*-xml-*.json"))
+    assert len(files) == 1 and result.stdout.rstrip().endswith(str(files[0]))
+    data: dict[str, object] = json.loads(files[0].read_text())
+    return data
+
+
+def by_id(report: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {t["id"]: t for t in report["tasks"]}  # type: ignore[index,union-attr,attr-defined]
+
+
+def test_per_task_figures(report: dict[str, object]) -> None:
+    tasks = by_id(report)
+    figures = {
+        key: (
+            t["correct"],
+            t["status"],
+            t["turns"],
+            t["actions_parsed"],
+            t["action_errors"],
+            t["failure"],
+        )
+        for key, t in tasks.items()
+    }
+    assert figures == {
+        "no-tool": (True, "ok", 1, 0, 0, None),
+        "one-tool": (True, "ok", 2, 1, 0, None),
+        "wrong-number": (False, "ok", 2, 1, 0, "answer has no number within 0 of 348085"),
+        "tool-not-called": (False, "ok", 1, 0, 0, "never called: population"),
+        "unknown-tool": (True, "ok", 3, 2, 1, None),
+        "follow-up": (True, "ok", 3, 1, 0, None),
+        "tools-only": (False, "", 0, 0, 0, "not applicable to protocol xml"),
+    }
+    assert tasks["one-tool"]["answer"] == "Lyon has 520774 inhabitants."
+    assert tasks["one-tool"]["tools_called"] == ["population"]
+    assert tasks["unknown-tool"]["clean"] is False
+    assert tasks["no-tool"]["clean"] is True
+    assert not tasks["tools-only"]["applicable"]
+
+
+def test_overall_figures(report: dict[str, object]) -> None:
+    overall = report["overall"]
+    assert isinstance(overall, dict)
+    assert (overall["tasks"], overall["not_applicable"], overall["correct"]) == (6, 1, 4)
+    assert overall["success_rate"] == round(4 / 6, 4)
+    assert overall["clean_runs"] == 5 and overall["clean_run_rate"] == round(5 / 6, 4)
+    assert overall["mean_turns"] == round((1 + 2 + 2 + 1 + 3 + 3) / 6, 3)
+    assert overall["action_errors"] == 1
+    assert overall["ok_with_empty_answer"] == 0 and overall["names_overwritten"] == 0
+    assert overall["statuses"] == {"ok": 6}
+    assert report["protocol"] == "xml"
+    # Deterministic by default.
+    assert report["options"] == {"temperature": 0.0, "max_tokens": 600, "seed": 1234}
+
+
+def test_a_bad_suite_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tasks:\n  - id: x\n    message: hi\n    check: {regex: '('}\n")
+    result = eval_cli("--model", "replay:/dev/null", "--suite", str(bad))
+    assert result.returncode == 2
+    assert "tasks.0.check.0.regex" in result.stderr and "regular expression" in result.stderr
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("tools: [tools.py]\ntasks:\n  - {id: x, message: hi, check: {number: 1}}\n")
+    with pytest.raises(ConfigError, match=r"tools\.py does not exist"):
+        load_suite(missing)
+
+
+def test_the_default_suite_covers_every_category() -> None:
+    suite = load_suite(DEFAULT_SUITE)
+    assert len(suite.tasks) >= 20
+    assert {t.category for t in suite.tasks} == {
+        "no_tool",
+        "one_tool",
+        "parallel",
+        "chain",
+        "failing_tool",
+        "llm",
+        "variables",
+        "follow_up",
+    }
+    for task in suite.tasks:
+        for tool_name in task.tools:
+            assert tool_name in suite.tools
+
+
+def test_numbers_in_answers() -> None:
+    assert numbers_in("2,102,650 and 873 076; 7 8 is not 78; -3.5") == [
+        2102650,
+        873076,
+        7,
+        8,
+        78,
+        -3.5,
+    ]
