@@ -23,7 +23,7 @@ from typing import Any
 
 from ..model_options import ModelOptions
 from ..runtime.limits import Limits
-from ..runtime.session import RunResult
+from ..runtime.run_result import RunResult
 from .suite import Suite, Task
 
 __all__ = ["TaskResult", "run_suite", "run_task"]
