@@ -27,6 +27,7 @@ from ..exceptions import ConfigError, LimitExceeded, RunCancelled, RunError
 from ..model_options import ModelOptions, add_model_arguments, options_from_args
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
+from .viewstate import escape_math
 
 if TYPE_CHECKING:
     from ..runtime.ports import Model
@@ -73,8 +74,9 @@ CELL_ERRORS: tuple[type[BaseException], ...] = (
 class FinalAnswer:
     """The cell's result: the final answer, shown as markdown.
 
-    Its ``text/markdown`` is the answer itself, and its ``text/plain`` too,
-    so saved notebooks and nbval see the answer without quotes.
+    Its ``text/plain`` is the answer itself, so saved notebooks and nbval
+    see it without quotes; its ``text/markdown`` is the answer with ``$``
+    escaped outside code, so no front end typesets it as math.
     """
 
     def __init__(self, text: str) -> None:
@@ -84,7 +86,8 @@ class FinalAnswer:
         return self.text
 
     def _repr_markdown_(self) -> str:
-        return self.text
+        # "$5 or $6" must never be typeset as math by the notebook's renderer.
+        return escape_math(self.text)
 
 
 class _Options(argparse.Namespace):
@@ -293,9 +296,7 @@ class AgentRunner:
             if previous_model is not None:
                 session.model = previous_model
             session.protocol = previous_protocol
-            view.finish()
-            if handle is not None:
-                handle.update(view)
+            view.finish(handle)
         if result is None and session.last_result is not before:
             result = session.last_result  # the interrupted run, settled as cancelled
         if result is not None:
@@ -308,7 +309,8 @@ class AgentRunner:
             )
         if result.status == "limit":
             raise RunLimitReached(result.message or "The run reached a limit.")
-        if result.status != "ok":
+        if result.status not in ("ok", "incomplete"):
+            # incomplete: the answer is shown, its unfilled $vars marked ⟨name: reason⟩.
             raise RunFailed(result.message or "The run failed.")
         return FinalAnswer(result.answer) if result.answer else None
 

@@ -17,8 +17,13 @@ reload, a second view) asks for ``{"type": "sync"}`` and gets the current
 document once.
 
 ``_repr_mimebundle_`` adds ``text/plain``, ``text/markdown`` and
-``text/html`` renderings next to the widget, so nbconvert and GitHub show a
-readable run; the runner re-publishes the bundle when the run ends.
+``text/html`` renderings next to the widget while the run is live.
+
+When the run is over (and no ``fire_and_forget`` action of it still runs),
+the display is replaced by those static renderings alone and the widget is
+closed: a saved notebook then reads the same after reopening with a new
+kernel (no "model not found"), in nbconvert's HTML (offline: no widget
+renderer to fetch), on GitHub and in VS Code.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ import anywidget
 import traitlets
 
 from .viewstate import RunState, render_html, render_markdown, render_text
+
+_LIVE_STATES = frozenset({"parsing", "queued", "waiting", "running"})
 
 __all__ = ["FLUSH_INTERVAL", "RunView", "widgets_dir"]
 
@@ -76,6 +83,8 @@ class RunView(anywidget.AnyWidget):
         self._t0: float | None = None  # monotonic time of the run's t = 0
         self._last_flush = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._handle: Any = None  # the DisplayHandle that goes static at the end
+        self.static = False  # the display shows the static rendering; the widget is closed
         self.snapshot = self._snapshot()
         self.on_msg(self._on_front_end_msg)
 
@@ -83,6 +92,8 @@ class RunView(anywidget.AnyWidget):
 
     def push(self, event: Any) -> None:
         """Fold one event into the view; a flush follows within ~50 ms."""
+        if self.static:
+            return  # the run is over and shown statically
         t = getattr(event, "t", None)
         if self._t0 is None and isinstance(t, int | float):
             self._t0 = time.monotonic() - float(t)
@@ -93,10 +104,38 @@ class RunView(anywidget.AnyWidget):
             return
         self._schedule()
 
-    def finish(self) -> None:
-        """Send whatever is pending and store the final document."""
+    def finish(self, handle: Any = None) -> None:
+        """Send whatever is pending and store the final document.
+
+        With ``handle`` (the display's ``DisplayHandle``), the display becomes
+        the static rendering as soon as nothing of the run is still running.
+        """
         self.flush()
         self.snapshot = self._snapshot()
+        if handle is not None:
+            self._handle = handle
+            if not self._go_static():
+                handle.update(self)  # background work left: stay live until it ends
+
+    def static_bundle(self) -> dict[str, str]:
+        """The run as ``text/plain``, ``text/markdown`` and ``text/html`` (no widget)."""
+        doc = self.state.doc
+        return {
+            "text/plain": render_text(doc),
+            "text/markdown": render_markdown(doc),
+            "text/html": render_html(doc),
+        }
+
+    def _go_static(self) -> bool:
+        if self.static or self._handle is None or not self.state.finished:
+            return self.static
+        for node in self.state.doc["nodes"].values():
+            if node["state"] in _LIVE_STATES and node.get("mode") == "fire_and_forget":
+                return False
+        self.static = True
+        self._handle.update(self.static_bundle(), raw=True)
+        self.close()
+        return True
 
     # -- output -------------------------------------------------------------
 
@@ -137,6 +176,7 @@ class RunView(anywidget.AnyWidget):
             # After the run only rare late events (fire-and-forget) arrive:
             # keep the stored document current so a reload shows them.
             self.snapshot = self._snapshot()
+            self._go_static()
 
     def _send_delta(self, message: dict[str, Any]) -> None:
         self.messages_sent += 1

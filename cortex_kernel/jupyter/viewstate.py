@@ -29,9 +29,18 @@ for front ends without the widget (nbconvert, GitHub): :func:`render_text`,
 from __future__ import annotations
 
 import html
+import math
+import re
 from typing import Any
 
-__all__ = ["STATE_ICONS", "RunState", "render_html", "render_markdown", "render_text"]
+__all__ = [
+    "STATE_ICONS",
+    "RunState",
+    "escape_math",
+    "render_html",
+    "render_markdown",
+    "render_text",
+]
 
 Op = list[Any]
 
@@ -48,6 +57,32 @@ STATE_ICONS: dict[str, str] = {
 
 _PREVIEW_CHARS = 300
 _TRACEBACK_CHARS = 6000
+
+
+# Fenced blocks and inline code spans: their `$` are code, not math.
+_CODE = re.compile(r"(^[ \t]*(```|~~~)[\s\S]*?(^[ \t]*\2|\Z)|`[^`\n]*`)", re.MULTILINE)
+
+
+# A dollar the markdown step reads as literal (``\\$``: Jupyter's math
+# extraction, GitHub, VS Code) inside its own element: MathJax, which
+# typesets the rendered page in JupyterLab and Notebook 7, never pairs
+# delimiters across elements.
+_DOLLAR_MD = "<span>\\$</span>"
+_DOLLAR_HTML = "<span>$</span>"
+
+
+def escape_math(markdown: str) -> str:
+    """Escape ``$`` outside code so no markdown renderer typesets the text as math."""
+    if "$" not in markdown:
+        return markdown
+    out: list[str] = []
+    pos = 0
+    for match in _CODE.finditer(markdown):
+        out.append(markdown[pos : match.start()].replace("$", _DOLLAR_MD))
+        out.append(match.group(0))
+        pos = match.end()
+    out.append(markdown[pos:].replace("$", _DOLLAR_MD))
+    return "".join(out)
 
 
 def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
@@ -88,6 +123,8 @@ class RunState:
         self._nested_parents: list[str | None] = []
         self._warning_count = 0
         self._tokens_done = 0  # tokens of finished turns
+        self._streamed_chars = 0  # text streamed in the current turn (live token estimate)
+        self._after_action = False  # an action just interrupted the open thought
 
     # -- deltas -------------------------------------------------------------
 
@@ -211,6 +248,7 @@ class RunState:
             cost=usage.get("cost"),
             seconds=round(float(usage.get("seconds") or e.get("t") or 0.0), 3),
         )
+        self._close_thoughts()
         answer = e.get("answer", "")
         finals = [r["text"] for r in self.doc["responses"] if r["final"]]
         if finals and answer.strip() == finals[-1].strip():
@@ -225,14 +263,32 @@ class RunState:
     def _on_turn_ended(self, e: dict[str, Any]) -> None:
         if self._nested:
             return
+        # A sync action can end the turn inside an unclosed thought: it is over.
+        self._close_thoughts()
         usage = e.get("usage") or {}
         self._tokens_done += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        self._streamed_chars = 0
         cost = usage.get("cost")
         if cost is not None:
             cost += self.doc["footer"]["cost"] or 0.0
         else:
             cost = self.doc["footer"]["cost"]
         self._footer(tokens=self._tokens_done, cost=cost)
+
+    def _close_thoughts(self) -> None:
+        for i, thought in enumerate(self.doc["thoughts"]):
+            if not thought["done"]:
+                thought["done"] = True
+                self._op_append(("th", i), ["th", i, "", True], "")
+        self._after_action = False
+
+    def _streamed(self, text: str) -> None:
+        # Usage arrives with the end of a turn; until then the footer counts
+        # what streamed (~4 characters a token) so it never sits at 0.
+        self._streamed_chars += len(text)
+        estimate = self._tokens_done + math.ceil(self._streamed_chars / 4)
+        if estimate > self.doc["footer"]["tokens"]:
+            self._footer(tokens=estimate)
 
     def _on_thought_start(self, e: dict[str, Any]) -> None:
         if self._nested:
@@ -247,8 +303,19 @@ class RunState:
         if not self.doc["thoughts"]:
             self._on_thought_start(e)
         i = len(self.doc["thoughts"]) - 1
-        self.doc["thoughts"][i]["text"] += e["text"]
-        self._op_append(("th", i), ["th", i, e["text"], False], e["text"])
+        text = e["text"]
+        self._streamed(text)
+        thought = self.doc["thoughts"][i]
+        if self._after_action:
+            # The line an action took in the thought leaves no blank line behind.
+            if not thought["text"].strip() or thought["text"].endswith("\n"):
+                text = text.lstrip(" \t\n")
+            if text:
+                self._after_action = False
+            if not text:
+                return
+        thought["text"] += text
+        self._op_append(("th", i), ["th", i, text, False], text)
 
     def _on_thought_end(self, e: dict[str, Any]) -> None:
         if self._nested or not self.doc["thoughts"]:
@@ -256,10 +323,12 @@ class RunState:
         i = len(self.doc["thoughts"]) - 1
         self.doc["thoughts"][i]["done"] = True
         self._op_append(("th", i), ["th", i, "", True], "")
+        self._after_action = False
 
     def _on_text(self, e: dict[str, Any]) -> None:
         if self._nested or not e["text"]:
             return
+        self._streamed(e["text"])
         self.doc["text"] += e["text"]
         self._op_append(("tx",), ["tx", e["text"]], e["text"])
 
@@ -276,6 +345,7 @@ class RunState:
             return
         if not self.doc["responses"]:
             self._on_response_start({"final": True})
+        self._streamed(e["text"])
         i = len(self.doc["responses"]) - 1
         r = self.doc["responses"][i]
         r["text"] += e["text"]
@@ -291,6 +361,9 @@ class RunState:
         self._op_append(("rs", i), ["rs", i, "", r["final"], True], "")
 
     def _on_action_open(self, e: dict[str, Any]) -> None:
+        thoughts = self.doc["thoughts"]
+        if not self._nested and thoughts and not thoughts[-1]["done"]:
+            self._after_action = True
         attrs = e.get("attrs") or {}
         self._op_node(
             e["id"], type=attrs.get("type", ""), mode=attrs.get("mode", "sync"), state="parsing"
@@ -418,7 +491,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     for thought in doc["thoughts"]:
         text = thought["text"].strip()
         if text:
-            parts.append("\n".join("> " + line for line in text.splitlines()))
+            parts.append("\n".join("> " + line for line in escape_math(text).splitlines()))
     tree = _children(doc)
     items: list[str] = []
 
@@ -439,7 +512,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         parts.append("\n".join(items))
     for response in doc["responses"]:
         if not response["final"] and response["text"].strip():
-            parts.append(f"*{response['text'].strip()}*")
+            parts.append(f"*{escape_math(response['text'].strip())}*")
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         parts.append(f"**{doc['status']}**: {doc['status_message']}")
     return "\n\n".join(parts)
@@ -449,7 +522,12 @@ def render_html(doc: dict[str, Any]) -> str:
     """Self-contained HTML (inline styles only, which sanitizers keep)."""
     esc = html.escape
     footer = doc["footer"]
-    out = ['<div class="cortex-run-static" style="font-family: sans-serif; font-size: 13px">']
+    # tex2jax_ignore / mathjax_ignore and every "$" in its own element:
+    # MathJax (JupyterLab, Notebook 7) leaves "$5 or $6" alone.
+    out = [
+        '<div class="cortex-run-static tex2jax_ignore mathjax_ignore" '
+        'style="font-family: sans-serif; font-size: 13px">'
+    ]
     out.append(f"<div><b>Cortex run</b> · <span>{esc(doc['status'])}</span></div>")
     for thought in doc["thoughts"]:
         text = thought["text"].strip()
@@ -498,4 +576,4 @@ def render_html(doc: dict[str, Any]) -> str:
         f"{footer['tokens']} tokens · {cost_text} · {footer['seconds']:.1f}s</div>"
     )
     out.append("</div>")
-    return "".join(out)
+    return "".join(out).replace("$", _DOLLAR_HTML)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -43,8 +43,8 @@ from ..protocol.parser_events import (
     ResponseStart,
     Text,
 )
-from ..protocol.references import interpolate_text
 from ..redaction import Redactor
+from .answer import fill_answer
 from .limits import usage_limit_message
 from .ports import CompletionRequest, Message, PromptContext, ToolCall
 from .results import ResultStatus, format_result, quote, render_value
@@ -214,7 +214,9 @@ class Run:
                         f"wall time limit reached: the run took more than "
                         f"{self.limits.wall_time:g} s (limits.wall_time)"
                     )
-                reason = "run finished" if status == "ok" else f"run ended: {message}"
+                reason = (
+                    "run finished" if status in ("ok", "incomplete") else f"run ended: {message}"
+                )
                 self.scheduler.cancel_all(reason)
                 tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
@@ -280,7 +282,7 @@ class Run:
                 last_progress = turn.progress
             if turn.final is not None:
                 await scheduler.wait_all()
-                return "ok", "", interpolate_text(turn.final, self.session.variables_store.lookup)
+                return self._answer(turn.final)
             if turn.cut_by is not None:
                 await scheduler.wait([turn.cut_by])
             elif scheduler.pending:
@@ -289,8 +291,39 @@ class Run:
             if not settled and not turn.errors and not scheduler.pending:
                 # Nothing to report and nothing running: the model is done.
                 answer = last_progress or "".join(turn.outside).strip()
-                return "ok", "", interpolate_text(answer, self.session.variables_store.lookup)
+                return self._answer(answer)
             opening = self._results_messages(turn, settled)
+
+    def _answer(self, text: str) -> tuple[RunStatus, str, str]:
+        """The run's end: its answer, ``incomplete`` when a reference cannot be filled."""
+        store = self.session.variables_store
+
+        def lookup(name: str) -> Any:
+            # A name this run's action failed to produce is unfilled, even when
+            # an earlier run or the notebook has a value under it.
+            node = self._producer(name)
+            if node is not None and node.state is not NodeState.SUCCEEDED:
+                raise KeyError(name)
+            return store.lookup(name)
+
+        answer, missing = fill_answer(text, lookup, self._why_unset)
+        if missing:
+            return "incomplete", "answer incomplete: " + ", ".join(missing), answer
+        return "ok", "", answer
+
+    def _producer(self, name: str) -> ActionNode | None:
+        nodes = self.scheduler.nodes if self.scheduler is not None else {}
+        return nodes.get(name) or next(
+            (n for n in nodes.values() if n.action.output_key == name), None
+        )
+
+    def _why_unset(self, name: str) -> str:
+        node = self._producer(name)
+        if node is None:
+            return "never set"
+        if node.terminal:
+            return str(node.state.value)
+        return "not finished"
 
     # ----------------------------------------------------------------- turn
 

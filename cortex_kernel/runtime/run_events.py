@@ -39,7 +39,9 @@ __all__ = [
     "parse_event",
 ]
 
-RunStatus = Literal["ok", "error", "cancelled", "limit"]
+# ``incomplete``: the run ended normally but a ``$var`` of its answer could
+# not be filled (its action failed or never ran): the answer shows ⟨name: reason⟩.
+RunStatus = Literal["ok", "incomplete", "error", "cancelled", "limit"]
 
 
 class Usage(BaseModel):

@@ -6,6 +6,11 @@ when partial and final responses first appear — proof that the view was
 updated live (running, then succeeded; a partial response before the final
 one), not only drawn at the end. A screenshot of the view is saved (set
 ``CORTEX_UPDATE_SCREENSHOT=1`` to refresh ``docs/view.png``).
+
+A second cell answers with prices ("$5 or $6"): nothing is typeset as math.
+Then the notebook is saved, its kernel and session are deleted, and the
+page is loaded again with a new kernel: the finished run reads the same,
+from the static view stored in the file (no "Error displaying widget").
 """
 
 from __future__ import annotations
@@ -81,16 +86,18 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
     # A plain message cell of the Cortex kernel; the model comes from the
     # environment the server passes to its kernels.
     cell = "What is the capital of France? Add one fact about it."
+    prices = f"%%agent --model replay:{replay_dir}/prices.jsonl\nWhat does it cost?"
     notebook = {
         "cells": [
             {
                 "cell_type": "code",
                 "execution_count": None,
-                "id": "agent-cell",
+                "id": cell_id,
                 "metadata": {},
                 "outputs": [],
-                "source": cell,
+                "source": source,
             }
+            for cell_id, source in (("agent-cell", cell), ("prices-cell", prices))
         ],
         "metadata": {
             "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
@@ -145,7 +152,12 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
                     log = (tmp_path / "server.log").read_text(errors="replace")
                     raise RuntimeError(f"JupyterLab did not start:\n{log[-3000:]}") from None
                 time.sleep(0.2)
-        yield {"url": f"http://127.0.0.1:{port}/lab/tree/view.ipynb?token={TOKEN}", "tmp": tmp_path}
+        yield {
+            "url": f"http://127.0.0.1:{port}/lab/tree/view.ipynb?token={TOKEN}",
+            "api": f"http://127.0.0.1:{port}/api",
+            "tmp": tmp_path,
+            "notebook": root / "view.ipynb",
+        }
     finally:
         # Server and kernels share the session: stop them together.
         os.killpg(server.pid, signal.SIGTERM)
@@ -154,6 +166,29 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def _wait_idle(page: Any) -> None:
+    page.wait_for_function(
+        """() => {
+            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const k = w && w.sessionContext && w.sessionContext.session
+                && w.sessionContext.session.kernel;
+            return k && k.status === "idle";
+        }""",
+        timeout=90_000,
+    )
+
+
+def _delete_kernels_and_sessions(api: str) -> None:
+    import httpx
+
+    headers = {"Authorization": f"token {TOKEN}"}
+    with httpx.Client(headers=headers, timeout=30) as client:
+        for session in client.get(f"{api}/sessions").json():
+            client.delete(f"{api}/sessions/{session['id']}").raise_for_status()
+        for kernel in client.get(f"{api}/kernels").json():
+            client.delete(f"{api}/kernels/{kernel['id']}").raise_for_status()
 
 
 def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
@@ -186,15 +221,7 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
             context.add_init_script(OBSERVER)
             page = context.pages[0] if context.pages else context.new_page()
             page.goto(lab["url"])
-            page.wait_for_function(
-                """() => {
-                    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                    const k = w && w.sessionContext && w.sessionContext.session
-                        && w.sessionContext.session.kernel;
-                    return k && k.status === "idle";
-                }""",
-                timeout=90_000,
-            )
+            _wait_idle(page)
             # Not awaited: the command's promise settles only when the cell is done.
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             page.wait_for_function(
@@ -209,13 +236,42 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
             assert box is not None
             running_shot = tmp / "view-running.png"
             page.screenshot(path=str(running_shot), clip=box)
-            page.wait_for_selector('.cortex-view[data-status="ok"]', timeout=90_000)
+            # When the run is over its display becomes the static view.
+            first = page.locator(".jp-Cell").first
+            first.locator(".cortex-run-static").wait_for(timeout=90_000)
             page.wait_for_selector(".jp-OutputArea-output >> text=The capital is", timeout=30_000)
             log = page.evaluate("window.__cortexLog")
             shot = tmp / "view.png"
-            page.locator(".jp-Cell").first.screenshot(path=str(shot))
+            first.screenshot(path=str(shot))
+            prices = page.locator(".jp-Cell").nth(1)
+            prices.locator(".jp-OutputArea-output >> text=It costs $5 or $6").wait_for(
+                timeout=60_000
+            )
+            assert prices.locator("mjx-container, .MathJax").count() == 0  # no math typeset
+            _wait_idle(page)
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_function(
+                "() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                timeout=30_000,
+            )
+            _delete_kernels_and_sessions(lab["api"])
+            # Reopen: a new kernel, no widget models; the saved view must still read.
+            page.goto(lab["url"])
+            _wait_idle(page)
+            reopened = page.locator(".jp-Cell").first
+            reopened.locator(".cortex-run-static").wait_for(timeout=30_000)
+            static_html = reopened.locator(".cortex-run-static").inner_html()
+            reopened_text = page.locator(".jp-Notebook").inner_text()
         finally:
             context.close()
+
+    assert "<details" in static_html and "<summary" in static_html  # thoughts, collapsible
+    assert "a1" in static_html and "a3" in static_html  # the action tree
+    assert "The capital is" in reopened_text  # the answer
+    assert "Error displaying widget" not in reopened_text
+    saved = json.loads(lab["notebook"].read_text(encoding="utf-8"))
+    for output in saved["cells"][0]["outputs"]:
+        assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
 
     states: dict[str, list[str]] = log["states"]
     for action in ("a1", "a3"):
