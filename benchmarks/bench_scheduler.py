@@ -39,13 +39,13 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from cortex_kernel.agent import build_session
 from cortex_kernel.llm.replay import ReplayModel, tokenize
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
 from cortex_kernel.runtime.limits import Limits
 from cortex_kernel.runtime.ports import Completion, CompletionRequest, Model
 from cortex_kernel.runtime.run_events import Usage
 from cortex_kernel.runtime.scheduler import Scheduler
-from cortex_kernel.runtime.session import Session
 from cortex_kernel.runtime.tools import ToolRegistry
 from cortex_kernel.runtime.variables import VariableStore
 
@@ -364,7 +364,7 @@ async def bench_research() -> dict[str, Any]:
         tools = ToolRegistry()
         for _name, tool, _, _, seconds in RESEARCH:
             tools.register(_sleep_tool(seconds * scale), name=tool)
-        session = Session(
+        session = build_session(
             ReplayModel(path, tps=tps), tools=tools, transcript_dir=Path(folder) / "tr"
         )
         started = time.perf_counter()
@@ -456,7 +456,7 @@ async def _qa_run(turns: list[str], durations: list[float], ttft: float, tps: fl
         return f"answer {index}"
 
     with tempfile.TemporaryDirectory() as folder:
-        session = Session(
+        session = build_session(
             SimulatedModel(turns, ttft, tps),
             tools=tools,
             transcript_dir=Path(folder),

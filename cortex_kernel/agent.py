@@ -1,18 +1,23 @@
-"""Composition: build a :class:`Session` from a model name (and later a manifest).
+"""The composition root: the one place that wires a :class:`Session` together.
 
-Used by the CLI (``cortex-kernel run``) and the Jupyter kernel. ``replay:``
-specs are resolved here without touching the model layer; anything else goes
-through :func:`cortex_kernel.llm.resolve_model`, whose ``ProtocolPrompt`` is
-also used as the system prompt when it is importable.
+The CLI (``cortex-kernel run``), the Jupyter kernel and the ``%%agent``
+magic (and the tests) build their sessions here: :func:`build_session`
+resolves the model, and injects the executors, the protocol prompt and the
+model resolver into the runtime through its ports
+(:mod:`cortex_kernel.runtime.ports`). Nothing else constructs executors or
+picks a prompt.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from .exceptions import ConfigError
+from .executors import DEFAULT_INTERNAL_ACTIONS, default_executors
+from .llm import resolve_model
+from .llm.prompt import ProtocolPrompt
 from .model_options import ModelOptions
-from .runtime.ports import Model, PromptBuilder
+from .runtime.ports import Model, protocol_named
 from .runtime.session import Session
 
 __all__ = ["build_session", "resolve"]
@@ -21,36 +26,21 @@ __all__ = ["build_session", "resolve"]
 def resolve(
     model: str | Model | None, protocol: str = "xml", options: ModelOptions | None = None
 ) -> Model:
-    """The model for ``model`` (``replay:PATH[?tps=N]`` or a provider model string).
+    """The model for ``model`` (``replay:PATH[?tps=N]``, a provider model string, or ``None``).
 
     ``options`` (temperature, max tokens, seed, endpoint) go to a provider
     model; a replay model ignores them. A :class:`Model` is used as it is.
+    See :func:`cortex_kernel.llm.resolve_model`.
     """
     if isinstance(model, Model):
         return model
-    if model is not None and model.startswith("replay:"):
-        from .llm.replay import ReplayModel
-
-        return ReplayModel.from_spec(model)
-    try:
-        from .llm import resolve_model
-    except ImportError:
-        raise ConfigError(
-            f"cannot use model {model!r}: the model layer (cortex_kernel.llm) is not "
-            "available; use replay:PATH for an offline run"
-        ) from None
     kwargs = options.model_kwargs() if options is not None else {}
-    resolved: Model = resolve_model(model, protocol=protocol, **kwargs)
-    return resolved
+    return resolve_model(model, protocol=protocol, **kwargs)
 
 
-def _prompt() -> PromptBuilder | None:
-    try:
-        from .llm import ProtocolPrompt
-    except (ImportError, AttributeError):
-        return None
-    prompt: PromptBuilder = ProtocolPrompt()
-    return prompt
+def _resolve_named(name: str) -> Model:
+    # The model an ``llm`` action names: plain, like ``%model NAME``.
+    return resolve_model(name)
 
 
 def build_session(
@@ -75,7 +65,8 @@ def build_session(
     options
         Model options (:class:`~cortex_kernel.model_options.ModelOptions`).
     **kw
-        Passed to :class:`Session` (``namespace``, ``transcript_dir``, ``limits``…).
+        Passed to :class:`Session` (``namespace``, ``transcript_dir``,
+        ``limits``, ``tools``; ``prompt`` or ``executors`` to replace ours).
 
     Raises
     ------
@@ -89,12 +80,9 @@ def build_session(
         )
     if protocol is None and options is not None:
         protocol = options.protocol
-    chosen: Literal["xml", "tools"]
-    if protocol in (None, "xml"):
-        chosen = "xml"
-    elif protocol == "tools":
-        chosen = "tools"
-    else:
-        raise ConfigError(f"unknown protocol {protocol!r}: use 'xml' or 'tools'")
-    kw.setdefault("prompt", _prompt())
+    chosen = protocol_named(protocol)
+    kw.setdefault("prompt", ProtocolPrompt())
+    kw.setdefault("executors", default_executors())
+    kw.setdefault("allowed_internal", DEFAULT_INTERNAL_ACTIONS)
+    kw.setdefault("resolve_model", _resolve_named)
     return Session(resolve(model, chosen, options), protocol=chosen, **kw)

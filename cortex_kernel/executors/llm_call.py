@@ -15,14 +15,11 @@ def _model_for(name: str | None, context: ExecutionContext) -> Model:
     current = context.model()
     if not name or name == getattr(current, "name", None):
         return current
-    try:
-        from ..llm import resolve_model
-    except ImportError:
+    if context.resolve_model is None:
         raise ConfigError(
             f"cannot switch an llm action to model '{name}': no model resolver is installed"
-        ) from None
-    model: Model = resolve_model(name)
-    return model
+        )
+    return context.resolve_model(name)
 
 
 class LLMExecutor(Executor):

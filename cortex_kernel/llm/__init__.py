@@ -16,8 +16,6 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ConfigError
-
 if TYPE_CHECKING:
     from ..runtime.ports import Model
     from .litellm_model import LiteLLMModel
@@ -135,8 +133,9 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
     ConfigError
         An unknown protocol or a bad option.
     """
-    if protocol not in ("xml", "tools"):
-        raise ConfigError(f"Unknown protocol {protocol!r}: use 'xml' or 'tools' (--protocol).")
+    from ..runtime.ports import protocol_named
+
+    checked = protocol_named(protocol)
     chosen = (name or "").strip() or default_model_name()
     if chosen is None:
         from .replay import ReplayModel
@@ -149,7 +148,7 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
         return _replay(chosen)
     from .litellm_model import LiteLLMModel
 
-    return LiteLLMModel(chosen, protocol=protocol, **options)
+    return LiteLLMModel(chosen, protocol=checked, **options)
 
 
 def _replay(spec: str) -> Model:

@@ -46,7 +46,7 @@ import anyio
 
 from ..exceptions import ConfigError
 from ..redaction import Redactor, secret_values
-from ..runtime.ports import Completion, CompletionRequest, Model
+from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from .errors import is_retryable, map_error, retry_after_seconds
 from .tool_calls import ToolCallAccumulator, tool_calls_to_protocol, tools_for_provider
@@ -143,8 +143,7 @@ class LiteLLMModel(Model):
     ) -> None:
         if not name or not name.strip():
             raise ConfigError("An empty model name: give a litellm model string (--model).")
-        if protocol not in ("xml", "tools"):
-            raise ConfigError(f"Unknown protocol {protocol!r}: use 'xml' or 'tools' (--protocol).")
+        protocol = protocol_named(protocol)
         if timeout <= 0 or num_retries < 0 or backoff < 0:
             raise ConfigError("Model options: timeout must be > 0, num_retries and backoff >= 0.")
         self.name = name.strip()

@@ -21,16 +21,17 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
+from anyio.abc import TaskGroup
 
 from ..exceptions import ModelError
-from ..protocol.models import ActionMode, IdAllocator
+from ..protocol.models import ActionMode, ActionType, IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.parser_events import (
     ActionErrorEvent,
@@ -45,8 +46,20 @@ from ..protocol.parser_events import (
 )
 from ..redaction import Redactor
 from .answer import fill_answer
-from .limits import usage_limit_message
-from .ports import CompletionRequest, Message, PromptContext, ToolCall
+from .limits import Limits, usage_limit_message
+from .ports import (
+    CompletionRequest,
+    ExecutionContext,
+    Executor,
+    ExecutorSet,
+    Message,
+    Model,
+    ModelResolver,
+    PromptBuilder,
+    PromptContext,
+    ProtocolName,
+    ToolCall,
+)
 from .results import ResultStatus, format_result, quote, render_value
 from .run_events import (
     AnyEvent,
@@ -60,12 +73,11 @@ from .run_events import (
 )
 from .run_result import RunResult
 from .scheduler import ActionNode, NodeState, Scheduler
+from .tools import ToolRegistry
 from .transcript import TranscriptWriter
+from .variables import VariableStore
 
-if TYPE_CHECKING:
-    from .session import Session
-
-__all__ = ["Run"]
+__all__ = ["Run", "RunContext"]
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +117,68 @@ class _Turn:
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
 
 
-class Run:
-    """One run of a session: one message, as many turns as it takes.
+def _ignore(*_: object) -> None:
+    return None
 
-    Not created directly: :meth:`Session.run` makes one per call.
+
+@dataclass
+class RunContext:
+    """Everything a run uses, handed over explicitly (the session builds one per run).
+
+    Attributes
+    ----------
+    model
+        The model that streams every turn of the run.
+    prompt
+        Builds the system prompt of every turn.
+    protocol
+        ``xml`` (protocol text) or ``tools`` (native function calling).
+    tools
+        The tools ``tool`` actions call.
+    variables
+        Where results are bound and ``$name`` is looked up.
+    executors
+        One executor per available action type.
+    limits
+        The run's limits (a copy: a run never changes its session's).
+    allowed_internal
+        Internal actions the agent may use.
+    resolve_model
+        Makes the model an ``llm`` action names.
+    background
+        Task group for ``fire_and_forget`` actions, which may outlive the run;
+        ``None``: the run's own group takes them.
+    commit
+        Called once with the finished run and its result, cancelled runs
+        included (the run's messages join the history).
+    track
+        Called with the run's scheduler (the session waits for its background work).
+    """
+
+    model: Model
+    prompt: PromptBuilder
+    tools: ToolRegistry
+    variables: VariableStore
+    executors: Mapping[ActionType, Executor]
+    limits: Limits
+    protocol: ProtocolName = "xml"
+    allowed_internal: frozenset[str] = frozenset()
+    resolve_model: ModelResolver | None = None
+    background: TaskGroup | None = None
+    commit: Callable[[Run, RunResult], None] = _ignore
+    track: Callable[[Scheduler], None] = _ignore
+
+
+class Run:
+    """One run: one message, as many turns as it takes.
+
+    Not created directly: :meth:`Session.run <cortex_kernel.runtime.session.Session.run>`
+    makes one per call.
     """
 
     def __init__(
         self,
-        session: Session,
+        context: RunContext,
         message: str,
         *,
         run_id: str,
@@ -122,7 +187,7 @@ class Run:
         on_event: Callable[[AnyEvent], None] | None,
         transcript: Path | None,
     ) -> None:
-        self.session = session
+        self.context = context
         self.message = message
         self.run_id = run_id
         self.key = key
@@ -130,8 +195,8 @@ class Run:
         self.on_event = on_event
         # Secrets are read once per run; every event and answer passes through it.
         self.redactor = Redactor()
-        self.limits = session.limits.model_copy()
-        self.model = session.model
+        self.limits = context.limits
+        self.model = context.model
         self.events: list[AnyEvent] = []
         self.messages: list[Message] = []  # complete turns of this run, committed
         self.usage = Usage()
@@ -174,7 +239,7 @@ class Run:
 
     async def execute(self) -> RunResult:
         """Run to the end; on cancellation, settle and report everything, then re-raise."""
-        self.session.variables_store.start_run()
+        self.context.variables.start_run()
         self.emit(
             RunStarted(
                 t=self.clock(),
@@ -186,21 +251,32 @@ class Run:
         status: RunStatus = "ok"
         message = ""
         answer = ""
-        background = await self.session._background_group()
+        context = self.context
         try:
             async with anyio.create_task_group() as tg:
-                executors = self.session._executors(self)
+                executors = ExecutorSet(
+                    context.executors,
+                    ExecutionContext(
+                        tools=context.tools,
+                        variables=context.variables,
+                        model=lambda: self.model,
+                        emit=self.emit,
+                        clock=self.clock,
+                        resolve_model=context.resolve_model,
+                        allowed_internal=context.allowed_internal,
+                    ),
+                )
                 self.scheduler = Scheduler(
                     tg,
                     execute=executors.execute,
                     validate=executors.check,
-                    variables=self.session.variables_store,
+                    variables=context.variables,
                     emit=self.emit,
                     clock=self.clock,
                     max_parallel=self.limits.max_parallel,
-                    background=background,
+                    background=context.background,
                 )
-                self.session._track(self.scheduler)
+                context.track(self.scheduler)
                 with anyio.move_on_after(self.limits.wall_time) as wall:
                     try:
                         status, message, answer = await self._turns()
@@ -224,8 +300,9 @@ class Run:
             # settle every action as cancelled, report, write the transcript.
             if self.scheduler is not None:
                 self.scheduler.cancel_all("run cancelled")
-            # Kept on the session: the caller sees the cancellation, not a result.
-            self.session.last_result = self._finish("cancelled", "the run was cancelled", "")
+            # Committed (the session keeps it as last_result): the caller sees
+            # the cancellation, not a result.
+            self._finish("cancelled", "the run was cancelled", "")
             raise
         return self._finish(status, message, answer)
 
@@ -239,17 +316,18 @@ class Run:
         )
         if self.transcript is not None:
             self.transcript.close()
-        self.session._commit(self)
-        return RunResult(
+        result = RunResult(
             run_id=self.run_id,
             status=status,
             answer=answer,
             message=message,
             usage=self.usage,
-            variables=dict(self.session.variables_store.bound_in_run),
+            variables=dict(self.context.variables.bound_in_run),
             transcript=self._transcript_path,
             events=self.events,
         )
+        self.context.commit(self, result)
+        return result
 
     async def _turns(self) -> tuple[RunStatus, str, str]:
         assert self.scheduler is not None
@@ -296,7 +374,7 @@ class Run:
 
     def _answer(self, text: str) -> tuple[RunStatus, str, str]:
         """The run's end: its answer, ``incomplete`` when a reference cannot be filled."""
-        store = self.session.variables_store
+        store = self.context.variables
 
         def lookup(name: str) -> Any:
             # A name this run's action failed to produce is unfilled, even when
@@ -328,17 +406,17 @@ class Run:
     # ----------------------------------------------------------------- turn
 
     def _request(self, opening: list[Message]) -> CompletionRequest:
-        session = self.session
+        run = self.context
         context = PromptContext(
-            tools=session.tools.specs(),
-            internal_actions=sorted(session.allowed_internal),
-            protocol=session.protocol,
+            tools=run.tools.specs(),
+            internal_actions=sorted(run.allowed_internal),
+            protocol=run.protocol,
         )
-        system = session.prompt.system_prompt(context)
+        system = run.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
-        tools = session.tools.openai_schemas() if session.protocol == "tools" else None
-        return CompletionRequest(messages=messages, tools=tools, protocol=session.protocol)
+        tools = run.tools.openai_schemas() if run.protocol == "tools" else None
+        return CompletionRequest(messages=messages, tools=tools, protocol=run.protocol)
 
     async def _stream_turn(self, number: int, opening: list[Message]) -> _Turn:
         turn = _Turn(number)

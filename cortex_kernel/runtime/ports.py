@@ -21,6 +21,10 @@ Prompt
     use, the rendered context feeds…) and hands it to a
     :class:`PromptBuilder`. The protocol prompt lives in
     ``cortex_kernel.llm.prompt``.
+Model resolver
+    A :data:`ModelResolver` turns a model name (``llm`` actions may name
+    another model) into a :class:`Model`; ``cortex_kernel.llm.resolve_model``
+    is the one implementation, injected by the composition root.
 Executors
     One small abstract class, one module per action type
     (``cortex_kernel.executors``). The scheduler knows nothing about tools or
@@ -41,7 +45,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..exceptions import UnknownActionError
+from ..exceptions import ConfigError, UnknownActionError
 from ..protocol.models import Action, ActionType
 from .run_events import Usage
 from .tools import ToolRegistry
@@ -56,13 +60,34 @@ __all__ = [
     "FeedSlot",
     "Message",
     "Model",
+    "ModelResolver",
     "PromptBuilder",
     "PromptContext",
+    "ProtocolName",
     "ToolCall",
+    "protocol_named",
 ]
 
 
 Message = dict[str, Any]
+
+#: How the model acts: protocol text (``xml``) or native function calling (``tools``).
+ProtocolName = Literal["xml", "tools"]
+
+
+def protocol_named(value: str | None) -> ProtocolName:
+    """``value`` as a :data:`ProtocolName` (``None`` means ``xml``).
+
+    Raises
+    ------
+    ConfigError
+        Anything but ``xml`` or ``tools``.
+    """
+    if value is None or value == "xml":
+        return "xml"
+    if value == "tools":
+        return "tools"
+    raise ConfigError(f"Unknown protocol {value!r}: use 'xml' or 'tools' (--protocol).")
 
 
 class ToolCall(BaseModel):
@@ -80,7 +105,7 @@ class CompletionRequest(BaseModel):
 
     messages: list[Message]
     tools: list[dict[str, Any]] | None = None  # OpenAI function schemas, for protocol="tools"
-    protocol: Literal["xml", "tools"] = "xml"
+    protocol: ProtocolName = "xml"
     options: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens…
 
 
@@ -155,6 +180,10 @@ class PromptContext(BaseModel):
     protocol: str = "xml"  # "xml" or "tools"
 
 
+#: A model name (``replay:PATH``, ``openai/gpt-4o``…) to a ready model.
+ModelResolver = Callable[[str], "Model"]
+
+
 class PromptBuilder(Protocol):
     """Builds the system prompt of a turn."""
 
@@ -175,6 +204,9 @@ class ExecutionContext:
         The session's variable store.
     model
         Returns the session's current model (it may be swapped between runs).
+    resolve_model
+        Makes the model an ``llm`` action names; ``None``: only the current
+        model can be used.
     emit
         Reports an event of the run (``variable_bound`` from ``set_variable``).
     clock
@@ -190,6 +222,7 @@ class ExecutionContext:
     model: Callable[[], Model]
     emit: Callable[[Any], None]
     clock: Callable[[], float]
+    resolve_model: ModelResolver | None = None
     allowed_internal: frozenset[str] = frozenset()
     depth: int = 0
     extra: dict[str, Any] = field(default_factory=dict)

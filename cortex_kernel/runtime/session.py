@@ -20,22 +20,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import sniffio
 from anyio.abc import TaskGroup
 
-from ..executors.internal import DEFAULT_INTERNAL_ACTIONS, InternalExecutor
-from ..executors.llm_call import LLMExecutor
-from ..executors.tool import ToolExecutor
 from ..protocol.models import ActionType
-from ..runtime.ports import ExecutionContext, Executor, ExecutorSet
 from .limits import Limits
-from .loop import Run, prior_messages
-from .ports import Message, Model, PromptBuilder, PromptContext
+from .loop import Run, RunContext, prior_messages
+from .ports import Executor, Message, Model, ModelResolver, PromptBuilder, ProtocolName
 from .run_events import AnyEvent
 from .run_result import RunResult
 from .scheduler import Scheduler
@@ -43,38 +39,9 @@ from .tools import ToolRegistry
 from .transcript import default_transcript_dir
 from .variables import VariableStore
 
-__all__ = ["DefaultPrompt", "Session"]
+__all__ = ["Session"]
 
 log = logging.getLogger(__name__)
-
-
-class DefaultPrompt:
-    """A minimal system prompt: the protocol in brief and the tools' schemas.
-
-    ``cortex_kernel.llm.ProtocolPrompt`` (with a worked example) replaces it
-    in :func:`cortex_kernel.agent.build_session`.
-    """
-
-    def system_prompt(self, context: PromptContext) -> str:
-        """Return the prompt for ``context``."""
-        import json
-
-        lines = [
-            f"You are {context.agent_name}, an agent that acts while it thinks.",
-            "Write <thought>…</thought> to reason, "
-            '<action type="tool" mode="sync|async|fire_and_forget" id="…" depends_on="…" '
-            'output_key="…">{"name": …, "parameters": {…}}</action> to act, and '
-            '<response final="true">…</response> to answer. Refer to results as $name.',
-            "Results arrive as <action_result id=… status=…> blocks at your next turn.",
-        ]
-        if context.instructions:
-            lines.append(context.instructions)
-        if context.tools:
-            lines.append("Tools:")
-            lines.extend(json.dumps(tool, ensure_ascii=False) for tool in context.tools)
-        if context.internal_actions:
-            lines.append("Internal actions: " + ", ".join(context.internal_actions))
-        return "\n".join(lines)
 
 
 class Session:
@@ -84,10 +51,16 @@ class Session:
     ----------
     model
         The streaming model (settable between runs).
-    tools
-        Python callables the model may call (``tool`` actions).
     prompt
         Builds the system prompt of every turn.
+    executors
+        One executor per available action type (``tool``, ``llm``…).
+    resolve_model
+        Makes the model an ``llm`` action names (``None``: only ``model``).
+    allowed_internal
+        Internal actions the agent may use.
+    tools
+        Python callables the model may call (``tool`` actions).
     limits
         Per-run limits.
     namespace
@@ -103,26 +76,26 @@ class Session:
         self,
         model: Model,
         *,
+        prompt: PromptBuilder,
+        executors: Mapping[ActionType, Executor],
+        resolve_model: ModelResolver | None = None,
+        allowed_internal: frozenset[str] = frozenset(),
         tools: ToolRegistry | None = None,
-        prompt: PromptBuilder | None = None,
         limits: Limits | None = None,
         namespace: MutableMapping[str, Any] | None = None,
         transcript_dir: Path | None = None,
-        protocol: Literal["xml", "tools"] = "xml",
+        protocol: ProtocolName = "xml",
     ) -> None:
         self.model = model
         self.tools = tools if tools is not None else ToolRegistry()
-        self.prompt: PromptBuilder = prompt if prompt is not None else DefaultPrompt()
+        self.prompt = prompt
         self.limits = limits if limits is not None else Limits()
         self.variables_store = VariableStore(namespace)
         self.transcript_dir = transcript_dir
-        self.protocol: Literal["xml", "tools"] = protocol
-        self.allowed_internal: frozenset[str] = DEFAULT_INTERNAL_ACTIONS
-        self.executors: dict[ActionType, Executor] = {
-            ActionType.TOOL: ToolExecutor(),
-            ActionType.LLM: LLMExecutor(),
-            ActionType.INTERNAL: InternalExecutor(),
-        }
+        self.protocol: ProtocolName = protocol
+        self.allowed_internal = allowed_internal
+        self.executors = dict(executors)
+        self.resolve_model = resolve_model
         self.last_result: RunResult | None = None
         self._runs: dict[str, list[Message]] = {}
         self._schedulers: list[Scheduler] = []
@@ -168,8 +141,22 @@ class Session:
         folder = (
             self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
         )
+        context = RunContext(
+            model=self.model,
+            prompt=self.prompt,
+            protocol=self.protocol,
+            tools=self.tools,
+            variables=self.variables_store,
+            executors=self.executors,
+            limits=self.limits.model_copy(),
+            allowed_internal=self.allowed_internal,
+            resolve_model=self.resolve_model,
+            background=await self._background_group(),
+            commit=self._commit,
+            track=self._track,
+        )
         run = Run(
-            self,
+            context,
             message,
             run_id=run_id,
             key=key if key is not None else f"run-{run_id}",
@@ -177,9 +164,7 @@ class Session:
             on_event=on_event,
             transcript=folder / f"{run_id}.transcript.jsonl",
         )
-        result = await run.execute()
-        self.last_result = result
-        return result
+        return await run.execute()  # its commit sets last_result
 
     def history(self) -> list[Message]:
         """The conversation so far, in OpenAI shape, without the system prompt."""
@@ -213,20 +198,10 @@ class Session:
         self._bg = None
         self._bg_stop = None
 
-    # ------------------------------------------------------ used by the loop
+    # ------------------------------------------------------ handed to each run
 
-    def _executors(self, run: Run) -> ExecutorSet:
-        context = ExecutionContext(
-            tools=self.tools,
-            variables=self.variables_store,
-            model=lambda: self.model,
-            emit=run.emit,
-            clock=run.clock,
-            allowed_internal=self.allowed_internal,
-        )
-        return ExecutorSet(self.executors, context)
-
-    def _commit(self, run: Run) -> None:
+    def _commit(self, run: Run, result: RunResult) -> None:
+        self.last_result = result
         self._runs[run.key] = list(run.messages)
         self._prune()
 

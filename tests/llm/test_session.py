@@ -30,7 +30,7 @@ def _read_all(folder: Path) -> list[str]:
 
 
 def session_for(server: FakeOpenAI, tmp_path: Path, **options: object) -> Session:
-    return Session(
+    return build_session(
         make_model(server, **options),  # type: ignore[arg-type]
         prompt=ProtocolPrompt(),
         transcript_dir=tmp_path,
@@ -132,7 +132,7 @@ async def test_native_tool_calls_run_and_answer_with_tool_messages(
         [("call_1", "add", '{"a": 2, "b": 3}'), ("call_2", "add", '{"a": 1, "b": 1}')]
     )
     server.stream("The sums are 5 and 2.")
-    session = Session(
+    session = build_session(
         make_model(server),
         tools=tools,
         prompt=ProtocolPrompt(),

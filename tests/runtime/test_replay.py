@@ -10,11 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from cortex_kernel.agent import build_session
 from cortex_kernel.exceptions import ConfigError, ReplayExhausted
 from cortex_kernel.headless import run_headless
 from cortex_kernel.llm.replay import ReplayModel, tokenize
 from cortex_kernel.runtime.ports import CompletionRequest
-from cortex_kernel.runtime.session import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -94,10 +94,10 @@ async def test_recorded_transcript_replays_its_turns(tmp_path: Path) -> None:
         },
         {"content": "<response>v is $v</response>"},
     )
-    first = Session(ReplayModel(source), transcript_dir=tmp_path / "tr")
+    first = build_session(ReplayModel(source), transcript_dir=tmp_path / "tr")
     result = await first.run("go")
     assert result.answer == "v is 7" and result.transcript is not None
-    again = Session(ReplayModel(result.transcript), transcript_dir=tmp_path / "tr")
+    again = build_session(ReplayModel(result.transcript), transcript_dir=tmp_path / "tr")
     replayed = await again.run("go")
     assert replayed.answer == "v is 7"
     turns = [e for e in replayed.events if e.type == "turn_ended"]
@@ -111,7 +111,7 @@ async def test_exhausted_replay_ends_run_with_error(tmp_path: Path) -> None:
         tmp_path / "t.jsonl",
         {"content": '<action type="internal" mode="sync">{"name": "list_variables"}</action>'},
     )
-    s = Session(ReplayModel(source), transcript_dir=tmp_path)
+    s = build_session(ReplayModel(source), transcript_dir=tmp_path)
     result = await s.run("go")
     assert result.status == "error" and "ran out of turns" in result.message
     await s.aclose()
@@ -176,7 +176,7 @@ async def test_replayed_tool_calls_through_a_session(tmp_path: Path) -> None:
     def sq(n: int) -> int:
         return n * n
 
-    s = Session(ReplayModel(source), tools=tools, transcript_dir=tmp_path, protocol="tools")
+    s = build_session(ReplayModel(source), tools=tools, transcript_dir=tmp_path, protocol="tools")
     result = await s.run("go")
     assert result.answer == "9 and 16"
     history = s.history()

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from cortex_kernel.agent import build_session
 from cortex_kernel.exceptions import ProviderDown
 from cortex_kernel.runtime.limits import Limits
 from cortex_kernel.runtime.ports import ToolCall
@@ -46,7 +47,7 @@ def tools() -> ToolRegistry:
 
 
 def session(model: ScriptedModel, tmp_path: Path, **kw: Any) -> Session:
-    return Session(model, tools=tools(), transcript_dir=tmp_path, **kw)
+    return build_session(model, tools=tools(), transcript_dir=tmp_path, **kw)
 
 
 def tool(name: str, mode: str = "async", extra: str = "", **params: Any) -> str:
