@@ -41,7 +41,7 @@ write(
             "manage the session. It uses the offline replay model, so it runs anywhere; "
             "`%model openai/gpt-4o-mini` (or any litellm model string) talks to a real one."
         ),
-        code("%model replay:data/quickstart.jsonl?tps=400"),
+        code("%model replay:data/quickstart.jsonl?tps=400\n%read_notebook on"),
         new_markdown_cell(
             "Python first: a text, and two notebook functions marked as tools. "
             "`@tool` derives each tool's JSON schema from its type hints."
@@ -155,7 +155,7 @@ write(
             "# `%%agent` in the stock Python kernel\n\n"
             "The same engine, view and variables from a cell magic: `%load_ext cortex_kernel`."
         ),
-        code("%load_ext cortex_kernel"),
+        code("%load_ext cortex_kernel\n%read_notebook on"),
         code(
             "from cortex_kernel import tool\n\n"
             "temperatures = [14.5, 16.0, 15.5, 18.0]\n\n\n"

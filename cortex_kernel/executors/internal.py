@@ -3,6 +3,12 @@
 Available now: ``set_variable`` ``{"name", "value"}``, ``delete_variable``
 ``{"name"}`` and ``list_variables`` ``{}``. The context-feed actions of SPEC
 §2.1 are rejected with a message until feeds exist.
+
+The notebook is the user's: ``set_variable`` takes a valid identifier that
+is no keyword, dunder, ``_``-name or builtin (else an ``action_error``); over
+a name the user defined it binds the agent's variable only, with a warning
+(see :mod:`cortex_kernel.runtime.variables`). ``delete_variable`` removes
+only what the agent bound.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any
 from ..exceptions import ActionError
 from ..protocol.models import Action
 from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.variables import invalid_variable_name
 
 __all__ = ["DEFAULT_INTERNAL_ACTIONS", "INTERNAL_ACTIONS", "InternalExecutor"]
 
@@ -42,10 +49,13 @@ class InternalExecutor(Executor):
             return (
                 f"internal action '{name}' is not allowed for this agent (the manifest blocks it)"
             )
-        if name in ("set_variable", "delete_variable") and not isinstance(
-            action.parameters.get("name"), str
-        ):
+        var = action.parameters.get("name")
+        if name in ("set_variable", "delete_variable") and not isinstance(var, str):
             return f'{name} needs a "name" string parameter'
+        if name == "set_variable" and isinstance(var, str) and "$" not in var:
+            invalid = invalid_variable_name(var)
+            if invalid is not None:
+                return f"set_variable cannot bind {invalid}; choose a plain name such as 'result'"
         return None
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
@@ -55,18 +65,28 @@ class InternalExecutor(Executor):
         name = body.get("name", action.name)
         if name == "set_variable":
             var = str(params["name"])
-            event = context.variables.bind(
+            invalid = invalid_variable_name(var)  # again: the name may have been a $reference
+            if invalid is not None:
+                raise ActionError(f"set_variable cannot bind {invalid}")
+            for event in context.variables.bind(
                 var, params.get("value"), t=context.clock(), action_id=action.id
-            )
-            if event is not None:
+            ):
                 context.emit(event)
             # The result is the value itself, so an output_key (even the same
             # name) or `$<action id>` reads what was set.
             return params.get("value")
         if name == "delete_variable":
             var = str(params["name"])
+            if context.variables.user_defined(var) and var not in context.variables.values:
+                raise ActionError(
+                    f"'{var}' is a notebook name the user defined; delete_variable removes "
+                    "only variables the agent bound (output keys, set_variable)"
+                )
             if not context.variables.delete(var):
-                raise ActionError(f"no variable '{var}' to delete")
+                raise ActionError(
+                    f"no agent variable '{var}' to delete (the agent bound: "
+                    f"{', '.join(sorted(context.variables.values)) or 'nothing yet'})"
+                )
             return f"${var} deleted"
         if name == "list_variables":
             return {

@@ -18,7 +18,7 @@ In the Cortex kernel (``kernel_mode``) every cell is a message except:
 Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
 ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
 ``%manifest``, ``%agent``, ``%agent_history`` (also ``%history`` in the Cortex
-kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``.
+kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``, ``%read_notebook``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model_options import ModelOptions, parse_model_line
+from ..safejson import safe_repr
 from .runner import CELL_ERRORS, runner_for
 
 __all__ = ["enable", "load_ipython_extension", "transform_agent_cell", "transform_kernel_cell"]
@@ -146,6 +147,23 @@ def _history(line: str) -> None:
         print(f"[{message.get('role', '?')}] {content}")
 
 
+def _read_notebook(line: str) -> None:
+    """%read_notebook [on|off] — may $name in the agent's actions read your variables?
+
+    Off by default: model output reads only what agent actions produced. On,
+    a ``$name`` falls back to the notebook's variables (paths still read only
+    keys, indexes and public attributes of plain data). Setting it prints nothing.
+    """
+    runner = runner_for(_shell())
+    choice = line.strip().lower()
+    if choice in ("on", "off"):
+        runner.set_read_notebook(choice == "on")
+    elif choice:
+        print("usage: %read_notebook [on|off]")
+    else:
+        print(f"read_notebook: {'on' if runner.read_notebook else 'off'}")
+
+
 def _feeds(line: str) -> None:
     """%feeds — context feeds of the session."""
     print(
@@ -173,7 +191,7 @@ def _variables(line: str) -> None:
         return
     width = max(len(name) for name in variables)
     for name, value in variables.items():
-        text = repr(value)
+        text = safe_repr(value)
         if len(text) > 80:
             text = text[:79] + "…"
         print(f"{name:<{width}}  {type(value).__name__:<10}  {text}")
@@ -244,6 +262,7 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
         "feeds": _feeds,
         "relics": _relics,
         "variables": _variables,
+        "read_notebook": _read_notebook,
         "transcript": _transcript,
     }
     if kernel_mode:

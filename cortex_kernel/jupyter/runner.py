@@ -141,6 +141,7 @@ class AgentRunner:
         self.model_spec: str | None = None
         self.model_options = ModelOptions()
         self.manifest: str | None = None
+        self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop the runs use
@@ -162,6 +163,7 @@ class AgentRunner:
             manifest=manifest,
             options=self.model_options,
             namespace=self.shell.user_ns,
+            read_notebook=self.read_notebook,
         )
 
     def _model(self, spec: str | None, options: ModelOptions) -> Model:
@@ -205,6 +207,13 @@ class AgentRunner:
         self.model_options = self.model_options.merged(chosen)
         if self._session is not None:
             self._session.protocol = chosen.protocol or "xml"
+
+    def set_read_notebook(self, allowed: bool) -> None:
+        """Let ``$name`` in model output read the notebook's variables (or stop it)."""
+        self.read_notebook = allowed
+        for session in (self._session, *self._manifest_sessions.values()):
+            if session is not None:
+                session.read_notebook = allowed
 
     def set_manifest(self, path: str | None) -> None:
         """Use another manifest: a new session (and a new history) from the next cell."""

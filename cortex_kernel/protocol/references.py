@@ -14,7 +14,9 @@ so the model reads what it would have written).
 
 from __future__ import annotations
 
+import inspect
 import re
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,13 +108,63 @@ def find_references(value: Any) -> list[Reference]:
     return found
 
 
+_OPAQUE = (
+    types.ModuleType,
+    types.FrameType,
+    types.CodeType,
+    types.TracebackType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+)
+
+
+def _opaque(value: Any) -> str | None:
+    """What ``value`` is when a path must not step through it (code, not data)."""
+    if isinstance(value, _OPAQUE):
+        return type(value).__name__
+    if isinstance(value, type):
+        return "class"
+    if callable(value):
+        return "function" if inspect.isroutine(value) else "callable"
+    return None
+
+
+def _attribute(current: Any, step: str, walked: str) -> Any:
+    # Model output writes these paths: only public attributes of plain data,
+    # never `_` names (no __globals__, __class__…), never into or out of code.
+    if step.startswith("_"):
+        raise ReferenceError_(
+            f"${walked}.{step} is not allowed: a path never reads names starting with '_'"
+        )
+    kind = _opaque(current)
+    if kind is None:
+        try:
+            found = getattr(current, step)
+        except AttributeError:
+            raise
+        except Exception as exc:  # a property that raised: the path names nothing usable
+            raise AttributeError(f"{type(exc).__name__} reading .{step}") from None
+        kind = _opaque(found)
+        if kind is None:
+            return found
+    raise ReferenceError_(
+        f"${walked}.{step} is not allowed: it reaches a {kind}; a path reads keys, indexes "
+        "and public attributes of plain data only"
+    )
+
+
 def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") -> Any:
-    """Follow ``path`` into ``value``: keys or attributes for fields, indexes for ``[i]``.
+    """Follow ``path`` into ``value``: keys for mappings, ``[i]`` indexes, public attributes.
+
+    Attribute steps are limited: a name starting with ``_`` is refused, and
+    so is any step into or onto a module, class, function, frame or other
+    code object (``$f.__globals__.os.environ`` cannot be written).
 
     Raises
     ------
     ReferenceError_
-        When a step names nothing; the message shows how far it got.
+        When a step names nothing or is not allowed; the message shows how far it got.
     """
     current = value
     walked = label
@@ -121,7 +173,7 @@ def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") 
             if isinstance(step, int) or isinstance(current, Mapping):
                 current = current[step]
             else:
-                current = getattr(current, step)
+                current = _attribute(current, step, walked)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             shown = f"[{step}]" if isinstance(step, int) else f".{step}"
             raise ReferenceError_(

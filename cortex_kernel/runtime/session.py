@@ -64,8 +64,11 @@ class Session:
     limits
         Per-run limits.
     namespace
-        The notebook's ``user_ns``: output keys are written there, and ``$name``
-        falls back to it.
+        The notebook's ``user_ns``: output keys are written there (never over
+        a name the user defined).
+    read_notebook
+        Let ``$name`` fall back to the notebook's variables (off by default:
+        a manifest or ``%read_notebook on`` grants it).
     transcript_dir
         Where run transcripts go (default: :func:`default_transcript_dir`).
     protocol
@@ -85,12 +88,13 @@ class Session:
         namespace: MutableMapping[str, Any] | None = None,
         transcript_dir: Path | None = None,
         protocol: ProtocolName = "xml",
+        read_notebook: bool = False,
     ) -> None:
         self.model = model
         self.tools = tools if tools is not None else ToolRegistry()
         self.prompt = prompt
         self.limits = limits if limits is not None else Limits()
-        self.variables_store = VariableStore(namespace)
+        self.variables_store = VariableStore(namespace, read_namespace=read_notebook)
         self.transcript_dir = transcript_dir
         self.protocol: ProtocolName = protocol
         self.allowed_internal = allowed_internal
@@ -104,6 +108,15 @@ class Session:
         self._bg_stop: anyio.Event | None = None
 
     # ------------------------------------------------------------ public API
+
+    @property
+    def read_notebook(self) -> bool:
+        """Whether ``$name`` may read the notebook's own variables (see ``__init__``)."""
+        return self.variables_store.read_namespace
+
+    @read_notebook.setter
+    def read_notebook(self, allowed: bool) -> None:
+        self.variables_store.read_namespace = bool(allowed)
 
     @property
     def variables(self) -> dict[str, Any]:

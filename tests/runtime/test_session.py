@@ -265,7 +265,7 @@ async def test_key_replaces_history_in_place(tmp_path: Path) -> None:
 async def test_namespace_write_and_fallback(tmp_path: Path) -> None:
     ns: dict[str, Any] = {"base": 40}
     model = ScriptedModel([tool("add", extra='output_key="total"', a="$base", b=2)])
-    s = session(model, tmp_path, namespace=ns)
+    s = session(model, tmp_path, namespace=ns, read_notebook=True)  # granted
     result = await s.run("go")
     assert ns["total"] == 42 and result.variables["total"] == 42
     assert any(e.type == "variable_bound" and e.name == "total" for e in result.events)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_kernel.exceptions import ToolError, UnknownActionError
+from cortex_kernel.exceptions import ReferenceError_, ToolError, UnknownActionError
 from cortex_kernel.runtime.results import format_result, preview, quote, unquote
 from cortex_kernel.runtime.tools import ToolRegistry
 from cortex_kernel.runtime.variables import VariableStore
@@ -78,13 +78,30 @@ def test_preview() -> None:
 def test_variable_store_namespace() -> None:
     ns: dict[str, Any] = {"outside": 1}
     store = VariableStore(ns)
+    with pytest.raises(ReferenceError_, match="may not read the notebook"):
+        store.lookup("outside")  # not granted
+    assert "outside" not in store
+    store.read_namespace = True
     assert store.lookup("outside") == 1 and "outside" in store
-    event = store.bind("k", [1], t=0.5, action_id="a1")
-    assert event is not None and event.type_name == "list" and ns["k"] == [1]
-    assert store.bind("a1", 3, t=0.5, public=False) is None and "a1" not in ns
+    [event] = store.bind("k", [1], t=0.5, action_id="a1")
+    assert event.type == "variable_bound" and event.type_name == "list" and ns["k"] == [1]
+    assert store.bind("a1", 3, t=0.5, public=False) == [] and "a1" not in ns
     assert store.delete("k") and "k" not in ns
     with pytest.raises(KeyError):
         store.lookup("k")
+
+
+def test_variable_store_never_overwrites_or_deletes_a_user_name() -> None:
+    ns: dict[str, Any] = {"df": "user's"}
+    store = VariableStore(ns)
+    bound, warning = store.bind("df", 1, t=0.1, action_id="a1")
+    assert bound.type == "variable_bound"
+    assert ns["df"] == "user's" and store.values["df"] == 1
+    assert warning.type == "warning" and "_run.variables['df']" in warning.message
+    assert not store.delete("zzz") and ns["df"] == "user's"
+    store.bind("mine", 2, t=0.1)
+    ns["mine"] = "reassigned by the user"
+    assert store.delete("mine") and ns["mine"] == "reassigned by the user"
 
 
 def test_tool_decorator_marks_and_collect_registers_notebook_functions() -> None:
