@@ -68,18 +68,22 @@ def test_dollar_paths_cannot_reach_the_environment(
     kernel: Kernel, tmp_path: Path, grant: str
 ) -> None:
     kernel.python(f"%read_notebook {grant}")
+    kernel.python(
+        "%%python\nfrom cortex_kernel import tool\n\n@tool\n"
+        "def echo(x: str) -> str:\n    \"\"\"Echo.\"\"\"\n    return x\n"
+    )
     model = replay(
         tmp_path,
         internal("set_variable", {"name": "leak", "value": EXFILTRATE})
         + '<action type="tool" mode="async" id="t">'
-        + json.dumps({"name": "nope", "parameters": {"x": EXFILTRATE}})
+        + json.dumps({"name": "echo", "parameters": {"x": EXFILTRATE}})
         + "</action>",
         f"<response>key: {EXFILTRATE}</response>",
     )
     result = agent(kernel, model)
     errors = events(kernel, "action_failed", "error")
     why = "may not read the notebook" if grant == "off" else "names starting with '_'"
-    assert why in errors, errors
+    assert errors.count(why) == 2, errors  # set_variable and the tool parameter
     everything = dump(result) + transcript(kernel) + kernel.python("%history")
     assert SECRET not in everything
     assert kernel.python("%%python\nprint('leak' in dir())").strip() == "False"
