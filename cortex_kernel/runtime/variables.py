@@ -35,8 +35,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ..exceptions import ReferenceError_
-from ..protocol.events import Warning
 from ..protocol.models import Action
+from ..protocol.parser_events import Warning
 from .results import preview
 from .run_events import VariableBound
 

@@ -70,7 +70,7 @@ def test_dollar_paths_cannot_reach_the_environment(
     kernel.python(f"%read_notebook {grant}")
     kernel.python(
         "%%python\nfrom cortex_kernel import tool\n\n@tool\n"
-        "def echo(x: str) -> str:\n    \"\"\"Echo.\"\"\"\n    return x\n"
+        'def echo(x: str) -> str:\n    """Echo."""\n    return x\n'
     )
     model = replay(
         tmp_path,
