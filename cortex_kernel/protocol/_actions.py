@@ -9,6 +9,11 @@ Control fields (``id``, ``mode``, ``output_key``, ``depends_on``,
 wins (SPEC §2.1). A written id is claimed from the run's
 :class:`IdAllocator` only once everything else is valid, so the model can
 correct a failed action and resend it under the same id.
+
+What real models write is read as they meant it, with a warning (SPEC
+§2.1): ``depends_on`` of ``none``, ``null``, ``empty`` (warned), ``-``,
+``[]`` or ``""`` is no dependency; a tool's parameters under ``arguments``,
+``args`` or ``input``, or flat beside ``name``, become ``parameters``.
 """
 
 from __future__ import annotations
@@ -31,12 +36,16 @@ _TYPES = ", ".join(t.value for t in ActionType)
 _MODES = ", ".join(m.value for m in ActionMode)
 _FEED_TYPES = ", ".join(f.value for f in FeedType)
 _CONTROL_SET = frozenset(("id", "mode", "output_key", "depends_on", "timeout", "retries"))
+# depends_on values that mean "no dependency" (SPEC §2.1), once split.
+_NO_DEPENDENCY = frozenset(("none", "null", "empty", "-"))
+_PARAMETER_ALIASES = ("arguments", "args", "input")
 _TYPE_BY_VALUE = {t.value: t for t in ActionType}
 _MODE_BY_VALUE = {m.value: m for m in ActionMode}
 # Every field of an Action is checked here, so it is built without validation.
 _new_action = constructor(Action)
 _ACTION_FIELDS = set(Action.model_fields)
 _SYNC = ActionMode.SYNC
+_TOOL = ActionType.TOOL
 # json.loads without its Python layers: the C scanner of a default decoder
 # (strict, plain dicts) and json's own definition of whitespace.
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
@@ -142,19 +151,61 @@ def _retries(value: Any) -> int:
     return number
 
 
-def _depends_on(value: Any) -> tuple[str, ...]:
+def _depends_on(value: Any, warnings: list[tuple[str, dict[str, Any]]]) -> tuple[str, ...]:
     if not value:
         return ()
     if isinstance(value, str):
-        return split_ids(value)
-    if isinstance(value, list | tuple):
-        ids: list[str] = []
+        ids = split_ids(value)
+    elif isinstance(value, list | tuple):
+        items: list[str] = []
         for item in value:
             if isinstance(item, bool) or not isinstance(item, str | int):
                 raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
-            ids.append(str(item).strip())
-        return tuple(dict.fromkeys(i for i in ids if i))
-    raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
+            items.append(str(item).strip())
+        ids = tuple(dict.fromkeys(i for i in items if i))
+    else:
+        raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
+    if len(ids) == 1 and ids[0].lower() in _NO_DEPENDENCY:
+        # What real models write for "nothing" (SPEC §2.1); `-` needs no warning.
+        if ids[0] != "-":
+            warnings.append(
+                (
+                    f"depends_on={value!r} read as no dependency",
+                    {"depends_on": value},
+                )
+            )
+        return ()
+    return ids
+
+
+def _tool_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A tool body with its parameters where SPEC §2.1 puts them, and what moved.
+
+    Real models put a tool's parameters under ``arguments``, ``args`` or
+    ``input`` (an object, or a JSON object in a string: OpenAI's habit), or
+    flat beside ``name``; each is read as ``parameters``.
+    """
+    if "parameters" in body or "name" not in body:
+        return body, None
+    kept = {key: value for key, value in body.items() if key == "name" or key in _CONTROL_SET}
+    for key in _PARAMETER_ALIASES:
+        if key in body:
+            value = body[key]
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    return body, None
+            if not isinstance(value, dict):
+                return body, None
+            rest = {k: v for k, v in body.items() if k != key and k not in kept}
+            if rest:  # other fields beside the alias: not a shape we can read
+                return body, None
+            return {**kept, "parameters": value}, key
+    flat = {key: value for key, value in body.items() if key not in kept}
+    if not flat:
+        return body, None
+    return {**kept, "parameters": flat}, ""
 
 
 def _output_key(value: Any) -> str:
@@ -238,6 +289,16 @@ def build_action(
             warnings.append(
                 (f"repaired the JSON body ({', '.join(repairs)})", {"repairs": repairs})
             )
+        if action_type is ActionType.TOOL:
+            body, moved = _tool_parameters(body)
+            if moved is not None:
+                where = f"under {moved!r}" if moved else "beside 'name'"
+                warnings.append(
+                    (
+                        f"the tool's parameters were written {where}; read as 'parameters'",
+                        {"parameters_from": moved or "flat"},
+                    )
+                )
         fields: dict[str, Any] = {
             name: body[name] for name in _CONTROL_SET.intersection(body) if body[name] is not None
         }
@@ -262,7 +323,7 @@ def build_action(
             id=action_id,
             type=action_type,
             mode=_mode(fields["mode"]) if "mode" in fields else ActionMode.SYNC,
-            depends_on=_depends_on(fields.get("depends_on", ())),
+            depends_on=_depends_on(fields.get("depends_on", ()), warnings),
             output_key=_output_key(fields["output_key"]) if "output_key" in fields else None,
             timeout=_timeout(fields["timeout"]) if "timeout" in fields else None,
             retries=_retries(fields["retries"]) if "retries" in fields else 0,
@@ -311,6 +372,8 @@ def fast_action(
         return None
     if type(body) is not dict or not _CONTROL_SET.isdisjoint(body):
         return None
+    if action_type is _TOOL and "parameters" not in body and len(body) > 1:
+        return None  # parameters to move (_tool_parameters)
     if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
         return None
     value = get("mode")
@@ -326,6 +389,8 @@ def fast_action(
         return None
     value = get("depends_on")
     depends_on = split_ids(value) if value else ()
+    if len(depends_on) == 1 and depends_on[0].lower() in _NO_DEPENDENCY:
+        return None
     value = get("id")
     if value is not None and (value == open_id or value.strip()) and not ids.claim(open_id):
         return None

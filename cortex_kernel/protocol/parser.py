@@ -15,14 +15,15 @@ state                 tags of its row (anything else is text)     text becomes
 ``OUTSIDE``           ``<thought>`` ``<action>`` ``<response>``   ``text``
                       ``<context_feed>``
 ``THOUGHT``           ``</thought>`` ``<action>``                 ``thought_delta``
-                      ``<context_feed>``
-``RESPONSE``          ``</response>``                             ``response_delta``
+                      ``<context_feed>`` ``</response>`` (*)
+``RESPONSE``          ``</response>`` ``</thought>`` (*)          ``response_delta``
 ``ACTION``            ``</action>`` outside a JSON string         (the body)
 ``FEED``              ``</context_feed>`` outside a JSON string   (the body)
 ====================  ==========================================  ===================
 
-``ACTION`` and ``FEED`` return to the state they were opened from
-(``OUTSIDE`` or ``THOUGHT``).
+(*) The closing tag of the other element closes the open one, with a
+``warning`` (SPEC §2.1: what real models write). ``ACTION`` and ``FEED``
+return to the state they were opened from (``OUTSIDE`` or ``THOUGHT``).
 
 In the text states one regex search finds the next tag this state knows;
 when there is none, the last ``<`` of the buffer may still become one
@@ -49,9 +50,8 @@ done):
   (:meth:`Parser._run`), which hands each tag to its handler;
 - a body is not scanned while it holds no ``</``: it stays one string in the
   buffer, and when its first ``</`` is the usual closing tag with only plain
-  JSON before it (no ``'``, no backslash, quotes paired), that is where
-  :class:`~._scanner.BodyScanner` would have stopped; any other body is
-  handed to the scanner, from its start, and scanned incrementally after;
+  JSON before it, that is where :class:`~._scanner.BodyScanner` would have
+  stopped (:class:`~._body.OpenBody`);
 - an action body of strict JSON is decoded by the C scanner of
   :mod:`json` and the :class:`Action` built unvalidated when every field
   was checked (:func:`~._actions.fast_action`); anything else goes through
@@ -67,8 +67,9 @@ gives back the input exactly: spans are contiguous and never overlap.
 
 - ``text``, ``thought_delta``, ``response_delta``: exactly their text.
 - ``thought_start``, ``response_start``, ``action_open``: the opening tag.
-- ``thought_end``, ``response_end``: the closing tag; empty when
-  ``truncated`` (or for a self-closing ``<thought/>``).
+- ``thought_end``, ``response_end``: the closing tag (also when it was the
+  other element's); empty when ``truncated`` (or for a self-closing
+  ``<thought/>``).
 - ``action_parsed`` / ``action_error`` of an action: its body plus
   ``</action>``; for an action cut off by the end of the stream, the body
   only. An action error for a self-closing ``<action …/>`` has an empty
@@ -96,8 +97,9 @@ from typing import Any, Final
 
 from ._actions import build_action, build_feed, fast_action
 from ._attributes import TagAttributes, parse_attributes
+from ._body import OpenBody
 from ._fast import build, new, set_dict, set_extra, set_fields_set, set_private
-from ._scanner import MAX_ATTRS, BodyScanner, could_become_tag
+from ._scanner import MAX_ATTRS, could_become_tag
 from ._states import Handler, State, TextEvent, learn
 from .models import IdAllocator
 from .parser_events import (
@@ -125,9 +127,6 @@ ACTION: Final = State("ACTION")
 FEED: Final = State("FEED")
 
 _OPEN_TAG_PREFIX_RE: Final = re.compile(r"<[A-Za-z_]+[\s/]")
-# Beyond this many characters a body is handed to the scanner even without
-# a `</`, so the buffer (copied when a chunk is added) stays short.
-_UNSCANNED_BODY_MAX: Final = 4096
 _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 _NO_ATTRIBUTES: Final = TagAttributes({}, False, "")
@@ -148,6 +147,15 @@ def _text_event(state: State, start: int, end: int, text: str) -> TextEvent:
     data["text"] = text
     cls: type[TextEvent] = state.text_cls  # type: ignore[assignment]  # a text state
     return build(cls, data, _TEXT_FIELDS)
+
+
+def _warn_other_close(
+    events: list[ParserEvent], span: tuple[int, int], open_name: str, found: str
+) -> None:
+    at = span[0]
+    message = f"</{found}> closed the open <{open_name}>: read as </{open_name}>"
+    details: dict[str, Any] = {"open": open_name, "closing_tag": found}
+    events.append(Warning(span=(at, at), message=message, details=details))
 
 
 class Parser:
@@ -171,22 +179,15 @@ class Parser:
     """
 
     __slots__ = (
-        "_attrs",
         "_base",
-        "_body_start",
+        "_body",
         "_buf",
-        "_checked",
-        "_elem_start",
         "_final",
         "_held_open_tag",
         "_hot",
         "_ids",
-        "_open_id",
-        "_parent",
-        "_parts",
         "_pending",
         "_pending_size",
-        "_scanner",
         "_state",
     )
 
@@ -205,17 +206,7 @@ class Parser:
         # self._buf, by _settle (inlined in the two hot spots that say so).
         self._hot = OUTSIDE.hot
         self._final = True  # of the open response
-        # The open action or feed. Until its body shows a `</`, self._buf
-        # holds the whole body, unscanned (self._scanner is None), and
-        # self._checked of its characters are known to hold no `</`.
-        self._parent = OUTSIDE
-        self._scanner: BodyScanner | None = None
-        self._checked = 0
-        self._parts: list[str] = []  # body already scanned by self._scanner
-        self._elem_start = 0  # stream offset of the opening tag
-        self._body_start = 0  # stream offset of the body
-        self._attrs: dict[str, str] = {}
-        self._open_id = ""
+        self._body = OpenBody(OUTSIDE)  # the open action or feed
 
     # -- public API ---------------------------------------------------------
 
@@ -332,7 +323,10 @@ class Parser:
         events: list[ParserEvent] = []
         self._run(events, final=True)
         if self._state.text_cls is None:
-            self._truncate_body(events)
+            rest = self._buf
+            end = self._base = self._base + len(rest)
+            events.append(self._body.cut_off(self._state, rest, end))
+            self._settle(self._body.parent, "")
         state = self._state
         end = self._base
         if state is THOUGHT:
@@ -366,7 +360,7 @@ class Parser:
         state = self._state
         while i < n:
             if state.text_cls is None:  # in a body
-                lt, end, body = self._body_end(state, buf, i, final)
+                lt, end, body = self._body.end(state, buf, i, final)
                 i = end
                 if body is None:
                     break
@@ -427,42 +421,6 @@ class Parser:
         else:
             return len(buf)
         return lt
-
-    def _body_end(self, state: State, buf: str, i: int, final: bool) -> tuple[int, int, str | None]:
-        """Find the end of the open body in ``buf[i:]``.
-
-        Returns
-        -------
-        tuple
-            ``(lt, end, body)``: its closing tag is ``buf[lt:end]``; or
-            ``(index, index, None)``: no end yet, ``buf[i:index]`` is body
-            (taken by the scanner) and the rest must wait for more input.
-        """
-        scanner = self._scanner
-        if scanner is None:
-            # Not a `</` in the body yet: look for the first one, and when it
-            # is the usual closing tag with only plain JSON before it (no
-            # `'`, no escape, quotes paired), that is the end the scanner
-            # would find.
-            lt = buf.find("</", i + self._checked)
-            if lt < 0:
-                if len(buf) - i <= _UNSCANNED_BODY_MAX:
-                    self._checked = max(0, len(buf) - i - 1)
-                    return i, i, None
-                # A long body: scan it, rather than copy it at every feed.
-            elif buf.startswith(state.close_tag, lt):
-                body = buf[i:lt]
-                if "'" not in body and "\\" not in body and not body.count('"') & 1:
-                    return lt, lt + len(state.close_tag), body
-            scanner = self._scanner = BodyScanner(state.close_name)
-        found, index = scanner.scan(buf, i, final)
-        if index > i:
-            self._parts.append(buf[i:index])
-        if found is None:
-            return index, index, None
-        body = "".join(self._parts)
-        self._parts = []
-        return index, found.end, body
 
     # -- the handlers of the transition table -------------------------------------
     # Each is called with self._state = the state the tag was read in, and
@@ -527,7 +485,7 @@ class Parser:
                 ActionErrorEvent(span=(end, end), id=action_id, message=message, attrs=attrs)
             )
             return self._state
-        self._open_body(span, attrs, action_id)
+        self._body.open(self._state, span, attrs, action_id)
         return ACTION
 
     def _open_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
@@ -537,7 +495,7 @@ class Parser:
         if self_closing:
             self._finish_feed(events, span, attrs, "")
             return self._state
-        self._open_body(span, attrs, "")
+        self._body.open(self._state, span, attrs, "")
         return FEED
 
     def _close_thought(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
@@ -557,15 +515,28 @@ class Parser:
         events.append(build(ResponseEnd, data, _FINAL_FIELDS))
         return OUTSIDE
 
+    def _close_thought_by_response(
+        self, events: list[ParserEvent], span: tuple[int, int], text: str
+    ) -> State:
+        _warn_other_close(events, span, "thought", "response")
+        return self._close_thought(events, span, text)
+
+    def _close_response_by_thought(
+        self, events: list[ParserEvent], span: tuple[int, int], text: str
+    ) -> State:
+        _warn_other_close(events, span, "response", "thought")
+        return self._close_response(events, span, text)
+
     def _close_action(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
         """The one place an action is built: the fast builder, else the general one."""
-        span = (self._body_start, span[1])
+        opened = self._body
+        span = (opened.body_start, span[1])
         body = text
-        in_thought = self._parent is THOUGHT
-        action = fast_action(self._attrs, body, self._open_id, in_thought, self._ids)
+        in_thought = opened.parent is THOUGHT
+        action = fast_action(opened.attrs, body, opened.open_id, in_thought, self._ids)
         if action is None:
             built = build_action(
-                self._attrs, body, open_id=self._open_id, in_thought=in_thought, ids=self._ids
+                opened.attrs, body, open_id=opened.open_id, in_thought=in_thought, ids=self._ids
             )
             start = span[0]
             for message, details in built.warnings:
@@ -576,28 +547,21 @@ class Parser:
                 message = built.error or "invalid action"
                 events.append(
                     ActionErrorEvent(
-                        span=span, id=built.id, message=message, raw_body=body, attrs=self._attrs
+                        span=span, id=built.id, message=message, raw_body=body, attrs=opened.attrs
                     )
                 )
-                return self._parent
+                return opened.parent
             action = built.action
         data = {"type": "action_parsed", "span": span, "t": None, "turn": None, "action": action}
         events.append(build(ActionParsed, data, _PARSED_FIELDS))
-        return self._parent
+        return opened.parent
 
     def _close_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        self._finish_feed(events, (self._elem_start, span[1]), self._attrs, text)
-        return self._parent
+        opened = self._body
+        self._finish_feed(events, (opened.elem_start, span[1]), opened.attrs, text)
+        return opened.parent
 
     # -- bodies -------------------------------------------------------------------
-
-    def _open_body(self, span: tuple[int, int], attrs: dict[str, str], open_id: str) -> None:
-        self._parent = self._state
-        self._scanner = None
-        self._checked = 0
-        self._elem_start, self._body_start = span
-        self._attrs = attrs
-        self._open_id = open_id
 
     def _finish_feed(
         self,
@@ -622,35 +586,6 @@ class Parser:
                 )
             )
 
-    def _truncate_body(self, events: list[ParserEvent]) -> None:
-        self._parts.append(self._buf)
-        body = "".join(self._parts)
-        self._parts = []
-        end = self._base = self._base + len(self._buf)
-        attrs = self._attrs
-        if self._state is ACTION:
-            message = (
-                f"the action {self._open_id!r} was cut off before </action> "
-                "(the stream ended); it was not run"
-            )
-            span = (self._body_start, end)
-            action_id: str | None = self._open_id
-        else:
-            message = "the context_feed was cut off before </context_feed> (the stream ended)"
-            span = (self._elem_start, end)
-            action_id = attrs.get("id", "").strip() or None
-        closing = "</" + self._state.close_name
-        if closing in body.lower():
-            # The likely cause: a quote left open hid the closing tag.
-            message += (
-                f"; a {closing}> in the body was inside a JSON string: check that every "
-                "quote in the body is closed or escaped"
-            )
-        events.append(
-            ActionErrorEvent(span=span, id=action_id, message=message, raw_body=body, attrs=attrs)
-        )
-        self._settle(self._parent, "")
-
     # -- small helpers ----------------------------------------------------------
 
     @staticmethod
@@ -669,9 +604,11 @@ _TRANSITIONS: Final[dict[tuple[State, str], Handler]] = {
     (OUTSIDE, "response"): Parser._open_response,
     (OUTSIDE, "context_feed"): Parser._open_feed,
     (THOUGHT, "/thought"): Parser._close_thought,
+    (THOUGHT, "/response"): Parser._close_thought_by_response,
     (THOUGHT, "action"): Parser._open_action,
     (THOUGHT, "context_feed"): Parser._open_feed,
     (RESPONSE, "/response"): Parser._close_response,
+    (RESPONSE, "/thought"): Parser._close_response_by_thought,
     (ACTION, "/action"): Parser._close_action,
     (FEED, "/context_feed"): Parser._close_feed,
 }

@@ -175,22 +175,35 @@ class _Writer:
             return "depends_on=" + self.draw(st.sampled_from([f"'{listed}'", listed]))
         return f"depends_on=[{', '.join(ids)}]"
 
-    def body(self, action_type: str) -> dict[str, Any]:
+    def body(self, action_type: str) -> tuple[dict[str, Any], dict[str, Any], int]:
+        """The body as written, as the parser must read it, and its warnings."""
         draw = self.draw
         extra = draw(st.dictionaries(_KEYS, _VALUES, max_size=3))
         if action_type == "tool":
             name = draw(st.sampled_from(["ls", "search", "read_csv"]))
-            return {"name": name, "parameters": extra}
+            read = {"name": name, "parameters": extra}
+            # Where real models put a tool's parameters (SPEC §2.1).
+            where = draw(st.sampled_from(["parameters", "arguments", "args", "input", "flat"]))
+            if where == "parameters":
+                return read, read, 0
+            if where == "flat":
+                written = {"name": name, **extra}
+                return (written, read, 1) if extra else (written, dict(written), 0)
+            if where == "arguments" and draw(st.booleans()):
+                return {"name": name, where: json.dumps(extra)}, read, 1  # OpenAI's string
+            return {"name": name, where: extra}, read, 1
         if action_type == "llm":
-            return {"prompt": draw(st.one_of(st.text(max_size=8), _STRING_HAZARDS)), **extra}
-        return {"name": draw(st.sampled_from(["helper", "cache", "plan"])), **extra}
+            body = {"prompt": draw(st.one_of(st.text(max_size=8), _STRING_HAZARDS)), **extra}
+        else:
+            body = {"name": draw(st.sampled_from(["helper", "cache", "plan"])), **extra}
+        return body, body, 0
 
     def action(self, in_thought: bool) -> None:
         draw = self.draw
         index = len(self.ids) + 1
         action_type = draw(st.sampled_from(["tool", "llm", "agent", "relic", "workflow"]))
         attrs = [self.attribute("type", draw(st.sampled_from([action_type, action_type.upper()])))]
-        body = self.body(action_type)
+        body, read, warnings = self.body(action_type)
         # Where each control field is written: nowhere, as an attribute, or in the body.
         where = {
             name: draw(st.sampled_from(["", "attr", "body"]))
@@ -205,7 +218,6 @@ class _Writer:
             "retries": 0,
             "in_thought": in_thought,
         }
-        warnings = 0
         if where["id"] != "attr":
             self.generated += 1
         if where["id"]:
@@ -213,7 +225,7 @@ class _Writer:
             if where["id"] == "attr":
                 attrs.append(self.attribute("id", action_id))
             else:
-                body["id"] = action_id
+                body["id"] = read["id"] = action_id
                 warnings += 1  # the action_open announced a generated id
         else:
             action_id = f"a{self.generated}"
@@ -223,28 +235,38 @@ class _Writer:
             if where["mode"] == "attr":
                 attrs.append(self.attribute("mode", draw(st.sampled_from(_MODES[mode]))))
             else:
-                body["mode"] = mode
+                body["mode"] = read["mode"] = mode
         if where["depends_on"] and self.ids:
             deps = draw(st.lists(st.sampled_from(self.ids), min_size=1, max_size=3, unique=True))
             expected["depends_on"] = deps
             if where["depends_on"] == "attr":
                 attrs.append(self.depends_on(deps))
             else:
-                body["depends_on"] = deps
+                body["depends_on"] = read["depends_on"] = deps
+        elif draw(st.integers(0, 3)) == 0:
+            # "No dependency", the ways real models write it (SPEC §2.1).
+            nothing = draw(st.sampled_from(["none", "None", "null", "empty", "-", "[]", "", '""']))
+            warnings += nothing.lower() in ("none", "null", "empty")
+            if where["depends_on"] == "body":
+                body["depends_on"] = read["depends_on"] = nothing
+            elif nothing == '""':
+                attrs.append(f"depends_on={nothing}")
+            else:
+                attrs.append(f'depends_on="{nothing}"')
         if where["output_key"]:
             key = f"out_{index}"
             expected["output_key"] = key
             if where["output_key"] == "attr":
                 attrs.append(self.attribute("output_key", key))
             else:
-                body["output_key"] = key
+                body["output_key"] = read["output_key"] = key
         draw(st.randoms()).shuffle(attrs)
         raw_body, repaired = self.render_json(body)
         warnings += repaired
         tag = draw(st.sampled_from(["action", "ACTION", "Action"]))
         close = draw(st.sampled_from(["</action>", "</ACTION>", "</action >"]))
         self.parts.append(f"<{tag} {' '.join(attrs)}>{raw_body}{close}")
-        expected.update(id=action_id, body=body, raw_body=raw_body)
+        expected.update(id=action_id, body=read, raw_body=raw_body)
         self.answer.actions[action_id] = expected
         if warnings:
             self.answer.warnings[action_id] = warnings
@@ -290,7 +312,10 @@ class _Writer:
             else:
                 self.feed()
             self.text("thought")
-        self.parts.append(draw(st.sampled_from(["</thought>", "</THOUGHT>", "</thought >"])))
+        close = draw(st.sampled_from(["</thought>", "</THOUGHT>", "</thought >", "</response>"]))
+        if close == "</response>":  # the other element's tag closes it, with a warning
+            self.answer.warnings[""] = self.answer.warnings.get("", 0) + 1
+        self.parts.append(close)
         add_token(self.answer.tokens, ("thought_end",))
 
     def response(self) -> None:
@@ -303,7 +328,10 @@ class _Writer:
         self.parts.append(f"<response {attr}>" if attr else "<response>")
         add_token(self.answer.tokens, ("response_start", final))
         self.text("response", final)
-        self.parts.append(draw(st.sampled_from(["</response>", "</RESPONSE>"])))
+        close = draw(st.sampled_from(["</response>", "</RESPONSE>", "</thought>"]))
+        if close == "</thought>":  # the other element's tag closes it, with a warning
+            self.answer.warnings[""] = self.answer.warnings.get("", 0) + 1
+        self.parts.append(close)
         add_token(self.answer.tokens, ("response_end", final))
 
 

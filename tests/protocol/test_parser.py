@@ -6,6 +6,8 @@ character at a time and checks conservation.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cortex_kernel.protocol import ActionMode, ActionType, FeedType, IdAllocator, Parser
@@ -326,7 +328,7 @@ def test_escaped_quotes_in_strings() -> None:
     ],
 )
 def test_json_repairs_come_with_a_warning(body: str, repair: str) -> None:
-    events = events_of(f"<action type=tool>{body}</action>")
+    events = events_of(f"<action type=agent>{body}</action>")
     (warning,) = only(events, "warning")
     assert repair in warning["details"]["repairs"]
     assert only(events, "action_parsed")[0]["action"]["body"]["name"].startswith(("n", "line"))
@@ -373,9 +375,47 @@ def test_unknown_tags_and_stray_lt_outside_are_text(text: str) -> None:
 
 
 def test_lt_and_unknown_tags_in_a_thought_are_text() -> None:
-    events = events_of("<thought>if a<b then <i>x</i> <response>no</response></thought>")
+    events = events_of("<thought>if a<b then <i>x</i> <response>no</thought>")
     assert kinds(events) == ["thought_start", "thought_delta", "thought_end"]
-    assert events[1]["text"] == "if a<b then <i>x</i> <response>no</response>"
+    assert events[1]["text"] == "if a<b then <i>x</i> <response>no"
+
+
+# -- what real models write (SPEC §2.1) ------------------------------------------------
+
+
+def test_response_closing_tag_closes_a_thought_with_a_warning() -> None:
+    # Seen from Qwen2.5-Coder-1.5B: <thought> closed with </response>.
+    text = "<thought>the answer is 4</response> after"
+    events = events_of(text)
+    assert kinds(events) == ["thought_start", "thought_delta", "warning", "thought_end", "text"]
+    warning, end = events[2], events[3]
+    assert warning["details"] == {"open": "thought", "closing_tag": "response"}
+    assert "</response> closed the open <thought>" in warning["message"]
+    assert warning["span"] == (24, 24)
+    assert end["span"] == (24, 35) and end["truncated"] is False
+    assert events[4]["text"] == " after"
+
+
+def test_thought_closing_tag_closes_a_response_with_a_warning() -> None:
+    events = events_of('<response final="false">half</Thought >rest<response>x</response>')
+    assert kinds(events) == [
+        "response_start",
+        "response_delta",
+        "warning",
+        "response_end",
+        "text",
+        "response_start",
+        "response_delta",
+        "response_end",
+    ]
+    assert events[2]["details"] == {"open": "response", "closing_tag": "thought"}
+    assert events[3]["final"] is False and events[3]["truncated"] is False
+    assert events[4]["text"] == "rest"
+
+
+def test_other_closing_tags_outside_stay_text() -> None:
+    events = events_of("a</response>b</thought>c")
+    assert kinds(events) == ["text"]
 
 
 def test_thought_inside_a_thought_is_text() -> None:
@@ -557,3 +597,82 @@ def test_many_stray_lt_in_text_stream_out() -> None:
     text = "a<b<c <<< <th <act </ <x/> " * 20
     events = events_of(text)
     assert kinds(events) == ["text"]
+
+
+@pytest.mark.parametrize(
+    ("written", "warned"),
+    [
+        ('depends_on="none"', True),
+        ("depends_on=None", True),
+        ("depends_on='null'", True),
+        ('depends_on="EMPTY"', True),
+        ('depends_on="[none]"', True),
+        ('depends_on="-"', False),
+        ("depends_on=[]", False),
+        ('depends_on=""', False),
+        ("depends_on=''", False),
+    ],
+)
+def test_depends_on_that_means_nothing(written: str, warned: bool) -> None:
+    events = events_of(f'<action type="tool" {written}>{{"name": "n"}}</action>')
+    assert only(events, "action_parsed")[0]["action"]["depends_on"] == ()
+    notes = only(events, "warning")
+    assert len(notes) == warned
+    if warned:
+        assert "read as no dependency" in notes[0]["message"]
+        assert notes[0]["id"] == "a1"
+
+
+@pytest.mark.parametrize("value", ["none", "null", "-", "", [], ["none"], None])
+def test_depends_on_that_means_nothing_in_the_body(value: object) -> None:
+    body = json.dumps({"name": "n", "depends_on": value})
+    act = action(f'<action type="tool">{body}</action>')
+    assert act["depends_on"] == ()
+
+
+def test_a_dependency_named_like_a_word_form_among_others_is_kept() -> None:
+    assert action('<action type="tool" depends_on="none,a2">{"name": "n"}</action>')[
+        "depends_on"
+    ] == ("none", "a2")
+
+
+@pytest.mark.parametrize(
+    ("body", "moved"),
+    [
+        ({"name": "ls", "arguments": {"path": "."}}, "under 'arguments'"),
+        ({"name": "ls", "arguments": '{"path": "."}'}, "under 'arguments'"),
+        ({"name": "ls", "args": {"path": "."}}, "under 'args'"),
+        ({"name": "ls", "input": {"path": "."}}, "under 'input'"),
+        ({"name": "ls", "path": "."}, "beside 'name'"),
+        ({"name": "ls", "path": ".", "output_key": "files"}, "beside 'name'"),
+    ],
+)
+def test_tool_parameters_written_elsewhere(body: dict[str, object], moved: str) -> None:
+    events = events_of(f'<action type="tool">{json.dumps(body)}</action>')
+    act = only(events, "action_parsed")[0]["action"]
+    assert act["body"]["name"] == "ls"
+    assert act["body"]["parameters"] == {"path": "."}
+    assert act["raw_body"] == json.dumps(body)  # as written
+    (warning,) = only(events, "warning")
+    assert moved in warning["message"] and warning["id"] == "a1"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "ls", "parameters": {"path": "."}, "note": "x"},  # parameters present
+        {"name": "ls"},  # nothing to move
+        {"path": "."},  # no name: the tool error says so
+        {"name": "ls", "arguments": "not json"},  # nothing we can read as parameters
+        {"name": "ls", "arguments": {"path": "."}, "extra": 1},  # two shapes at once
+    ],
+)
+def test_tool_bodies_left_as_written(body: dict[str, object]) -> None:
+    events = events_of(f'<action type="tool">{json.dumps(body)}</action>')
+    assert only(events, "action_parsed")[0]["action"]["body"] == body
+    assert only(events, "warning") == []
+
+
+def test_only_tool_bodies_are_moved() -> None:
+    body = {"name": "plan", "city": "Paris"}
+    assert action(f'<action type="workflow">{json.dumps(body)}</action>')["body"] == body
