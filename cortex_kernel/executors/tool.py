@@ -6,6 +6,7 @@ from typing import Any
 
 from ..protocol.models import Action
 from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.tools import unknown_tool_message
 
 __all__ = ["ToolExecutor"]
 
@@ -14,13 +15,12 @@ class ToolExecutor(Executor):
     """Runs ``{"name", "parameters"}`` against the session's :class:`ToolRegistry`."""
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
-        """Unknown or missing tool names are an ``action_error``."""
+        """Unknown or missing tool names are an ``action_error`` (naming the closest tools)."""
         name = action.name
         if name is None:
             return 'a tool action needs a "name" field naming the tool'
         if name not in context.tools:
-            known = ", ".join(sorted(t.name for t in context.tools)) or "none"
-            return f"unknown tool '{name}'; available tools: {known}"
+            return unknown_tool_message(name, [t.name for t in context.tools])
         return None
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:

@@ -318,9 +318,12 @@ class AgentRunner:
             )
         if result.status == "limit":
             raise RunLimitReached(result.message or "The run reached a limit.")
+        if result.status == "no_answer" and result.answer:
+            # The last thought, marked provisional: better than nothing, not an error.
+            return FinalAnswer(result.answer)
         if result.status not in ("ok", "incomplete"):
             # incomplete: the answer is shown, its unfilled $vars marked ⟨name: reason⟩.
-            raise RunFailed(result.message or "The run failed.")
+            raise RunFailed(result.message or f"The run ended with status {result.status}.")
         return FinalAnswer(result.answer) if result.answer else None
 
 

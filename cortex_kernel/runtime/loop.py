@@ -43,9 +43,17 @@ from ..protocol.parser_events import (
     ResponseEnd,
     ResponseStart,
     Text,
+    ThoughtDelta,
 )
 from ..redaction import Redactor
 from .answer import fill_answer
+from .drift import (
+    RETRYABLE_STATES,
+    RepeatedFailures,
+    duplicate_id_message,
+    provisional_answer,
+    repair_message,
+)
 from .limits import Limits, usage_limit_message
 from .ports import (
     CompletionRequest,
@@ -115,6 +123,7 @@ class _Turn:
     limit: str | None = None
     error: str | None = None
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
+    thought: list[str] = field(default_factory=list)
 
 
 def _ignore(*_: object) -> None:
@@ -202,6 +211,8 @@ class Run:
         self.usage = Usage()
         self.ids = IdAllocator()
         self.actions_submitted = 0
+        self.failures = RepeatedFailures()
+        self.last_thought = ""
         self.scheduler: Scheduler | None = None
         self._t0 = time.monotonic()
         self._turn = 0
@@ -334,6 +345,8 @@ class Run:
         scheduler = self.scheduler
         opening: list[Message] = [{"role": "user", "content": self.message}]
         last_progress = ""
+        repair = False  # the next turn is the one repair turn (no final answer yet)
+        repaired = False
         while True:
             if self._turn >= self.limits.max_turns:
                 return (
@@ -345,7 +358,8 @@ class Run:
             if exceeded:
                 return "limit", exceeded, last_progress
             self._turn += 1
-            turn = await self._stream_turn(self._turn, opening)
+            turn = await self._stream_turn(self._turn, opening, repair=repair)
+            repair = False
             if turn.error is not None:
                 return "error", turn.error, ""
             self.messages.extend(opening)
@@ -358,7 +372,10 @@ class Run:
                 return "limit", exceeded, last_progress
             if turn.progress is not None:
                 last_progress = turn.progress
-            if turn.final is not None:
+            thought = "".join(turn.thought).strip()
+            if thought:
+                self.last_thought = thought
+            if turn.final is not None and turn.final.strip():
                 await scheduler.wait_all()
                 return self._answer(turn.final)
             if turn.cut_by is not None:
@@ -366,10 +383,24 @@ class Run:
             elif scheduler.pending:
                 await scheduler.wait_all()
             settled = scheduler.take_settled()
+            stuck = self._note_failures(turn, settled)
+            if stuck is not None:
+                return "stuck", stuck, last_progress
             if not settled and not turn.errors and not scheduler.pending:
                 # Nothing to report and nothing running: the model is done.
                 answer = last_progress or "".join(turn.outside).strip()
-                return self._answer(answer)
+                if answer:
+                    return self._answer(answer)
+                if repaired:
+                    return (
+                        "no_answer",
+                        "the model gave no final response, even when asked once more",
+                        provisional_answer(self.last_thought),
+                    )
+                # Rule 6: one short turn that asks for the final response.
+                repair = repaired = True
+                opening = [{"role": "user", "content": repair_message(self.context.protocol)}]
+                continue
             opening = self._results_messages(turn, settled)
 
     def _answer(self, text: str) -> tuple[RunStatus, str, str]:
@@ -418,9 +449,29 @@ class Run:
         tools = run.tools.openai_schemas() if run.protocol == "tools" else None
         return CompletionRequest(messages=messages, tools=tools, protocol=run.protocol)
 
-    async def _stream_turn(self, number: int, opening: list[Message]) -> _Turn:
+    def _note_failures(self, turn: _Turn, settled: list[ActionNode]) -> str | None:
+        """Count this turn's failing actions (rule 7) and free their ids (rule 5).
+
+        Returns the ``stuck`` message when one of them failed for the third time.
+        """
+        stuck: str | None = None
+        for node in settled:
+            if node.state.value not in RETRYABLE_STATES:
+                continue
+            # The parser must accept the id again: a retry is a new attempt.
+            self.ids.seen.discard(node.id)
+            if node.state in (NodeState.FAILED, NodeState.REJECTED) and node.action.raw_body:
+                stuck = stuck or self.failures.failed_action(node.action, node.error or "")
+        for error in turn.errors:
+            if error.raw_body:
+                stuck = stuck or self.failures.malformed(error.raw_body, error.message)
+        return stuck
+
+    async def _stream_turn(
+        self, number: int, opening: list[Message], *, repair: bool = False
+    ) -> _Turn:
         turn = _Turn(number)
-        self.emit(TurnStarted(t=self.clock(), turn=number))
+        self.emit(TurnStarted(t=self.clock(), turn=number, repair=repair))
         parser = Parser(ids=self.ids)
         chunks: list[str] = []
         cut_at: int | None = None
@@ -462,8 +513,12 @@ class Run:
         """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
         assert self.scheduler is not None
         for event in events:
-            stamped = event.model_copy(update={"t": self.clock(), "turn": turn.number})
+            update: dict[str, object] = {"t": self.clock(), "turn": turn.number}
+            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
+                update["message"] = self._duplicate_message(event)
+            stamped = event.model_copy(update=update)
             self.emit(stamped)
+            event = stamped
             if isinstance(event, ActionOpen):
                 turn.spans[event.id] = (event.span[0], event.span[1])
             elif isinstance(event, ActionParsed):
@@ -509,6 +564,8 @@ class Run:
                 turn.errors.append(error)
             elif isinstance(event, Text):
                 turn.outside.append(event.text)
+            elif isinstance(event, ThoughtDelta):
+                turn.thought.append(event.text)
             elif isinstance(event, ResponseStart):
                 turn.in_response = True
                 turn.response_is_final = event.final
@@ -523,6 +580,14 @@ class Run:
                     turn.progress = text
                 turn.in_response = False
         return None
+
+    def _duplicate_message(self, event: ActionErrorEvent) -> str:
+        """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""
+        assert self.scheduler is not None and event.id is not None
+        node = self.scheduler.nodes[event.id]
+        if not event.message.startswith("duplicate id") or node.state.value in RETRYABLE_STATES:
+            return event.message
+        return duplicate_id_message(event.id, node.state.value, node.action.output_key or node.id)
 
     # -------------------------------------------------------------- messages
 

@@ -41,7 +41,10 @@ __all__ = [
 
 # ``incomplete``: the run ended normally but a ``$var`` of its answer could
 # not be filled (its action failed or never ran): the answer shows ⟨name: reason⟩.
-RunStatus = Literal["ok", "incomplete", "error", "cancelled", "limit"]
+# ``no_answer``: no final response even after the repair turn (the answer is
+# the last thought, marked provisional); ``stuck``: the same failing action
+# three times (SPEC §3, issue 9 §3).
+RunStatus = Literal["ok", "incomplete", "error", "cancelled", "limit", "no_answer", "stuck"]
 
 
 class Usage(BaseModel):
@@ -103,6 +106,7 @@ class TurnStarted(RuntimeEventBase):
 
     type: Literal["turn_started"] = "turn_started"
     turn: int
+    repair: bool = False  # the one turn that asks for a missing final response
 
 
 class TurnEnded(RuntimeEventBase):

@@ -39,8 +39,9 @@ from anyio.abc import TaskGroup
 
 from ..exceptions import ActionError, ReferenceError_, UnknownActionError
 from ..protocol.models import Action, ActionMode, ActionType
-from ..protocol.parser_events import ActionErrorEvent, ParserEvent
+from ..protocol.parser_events import ActionErrorEvent, ParserEvent, Warning
 from ..protocol.references import find_references, substitute
+from .drift import RETRYABLE_STATES, duplicate_id_message
 from .nodes import (
     FIRE_AND_FORGET,
     READY,
@@ -162,17 +163,31 @@ class Scheduler:
             The node, or ``None`` for a duplicate id (an ``action_error`` is emitted).
         """
         now = self._clock()
-        if action.id in self.nodes:
+        earlier = self.nodes.get(action.id)
+        if earlier is not None:
+            if earlier.state.value not in RETRYABLE_STATES:
+                variable = earlier.action.output_key or earlier.id
+                message = duplicate_id_message(action.id, earlier.state.value, variable)
+                self._emit(
+                    ActionErrorEvent(
+                        span=(0, 0), t=now, id=action.id, message=message, raw_body=action.raw_body
+                    )
+                )
+                return None
+            # Rule 5: a retry under the id of an action that did not succeed is a
+            # new attempt; the old node is settled and reported already.
+            self._retire(earlier)
             self._emit(
-                ActionErrorEvent(
+                Warning(
                     span=(0, 0),
                     t=now,
                     id=action.id,
-                    message=f"duplicate action id '{action.id}': ids must be unique in a run",
-                    raw_body=action.raw_body,
+                    message=(
+                        f"action id '{action.id}' reused: the earlier action {earlier.state.value}"
+                        "; this one is a new attempt under the same id"
+                    ),
                 )
             )
-            return None
         deps = list(dict.fromkeys(action.depends_on))
         refs = find_references(action.body)
         for ref in refs:
@@ -234,6 +249,13 @@ class Scheduler:
         if not node.waiting and not node.missing:
             self._make_ready(node)
         return node
+
+    def _retire(self, node: ActionNode) -> None:
+        """Forget a settled, unsuccessful node so a new attempt can take its id."""
+        del self.nodes[node.id]
+        for name in (node.id, node.action.output_key):
+            if name and self._producers.get(name) is node:
+                del self._producers[name]
 
     def reject(self, action_id: str, message: str) -> None:
         """Record that ``action_id`` will never run (a parser ``action_error``).

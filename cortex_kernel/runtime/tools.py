@@ -11,7 +11,9 @@ long-running sync tools should be async or subprocess-based.
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError, create_model
 
 from ..exceptions import ToolError, UnknownActionError
 
-__all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "tool"]
+__all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "closest_names", "tool", "unknown_tool_message"]
 
 #: Attribute set by :func:`tool` on a function: ``{"name": …, "description": …}``.
 TOOL_MARK = "__cortex_tool__"
@@ -143,6 +145,36 @@ def tool(
     return mark
 
 
+# Words that say nothing about which tool is meant.
+_FILLER = frozenset({"", "get", "set", "tool", "to", "of", "the", "a", "and", "for", "by"})
+
+
+def closest_names(name: str, known: list[str], limit: int = 3) -> list[str]:
+    """The known names most like ``name``: spelling first, then shared words.
+
+    Small models misspell tools (``populations``), change case, or invent a
+    near name (``get_population``, ``population_of``); the closest real
+    names in the error let them correct the action on the next turn.
+    """
+    lowered = {k.lower(): k for k in known}
+    found = [lowered[m] for m in difflib.get_close_matches(name.lower(), lowered, limit, 0.6)]
+    words = set(re.split(r"[^a-z0-9]+", name.lower())) - _FILLER
+    for key in sorted(known):
+        if len(found) >= limit:
+            break
+        if key not in found and words & set(re.split(r"[^a-z0-9]+", key.lower())):
+            found.append(key)
+    return found
+
+
+def unknown_tool_message(name: str, known: list[str]) -> str:
+    """``unknown tool 'X'; did you mean 'Y'? available tools: …`` (SPEC §7, issue 9 rule 4)."""
+    close = closest_names(name, known)
+    hint = ("did you mean " + " or ".join(f"'{c}'" for c in close) + "? ") if close else ""
+    available = ", ".join(sorted(known)) or "none"
+    return f"unknown tool '{name}'; {hint}available tools: {available}"
+
+
 class ToolRegistry:
     """Named tools, registered from Python callables.
 
@@ -222,8 +254,7 @@ class ToolRegistry:
         try:
             return self._tools[name]
         except KeyError:
-            known = ", ".join(sorted(self._tools)) or "none"
-            raise UnknownActionError(f"unknown tool '{name}'; available tools: {known}") from None
+            raise UnknownActionError(unknown_tool_message(name, list(self._tools))) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

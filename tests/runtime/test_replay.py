@@ -147,6 +147,8 @@ def test_headless_waits_for_fire_and_forget(tmp_path: Path) -> None:
             "content": '<action type="internal" mode="fire_and_forget">{"name": '
             '"set_variable", "parameters": {"name": "z", "value": 1}}</action>'
         },
+        # No answer in the first turn: the repair turn asks for one (issue 9 rule 6).
+        {"content": "<response>Started.</response>"},
     )
     out = io.StringIO()
     assert run_headless("hi", model=f"replay:{source}", out=out, transcript_dir=tmp_path) == 0

@@ -1,0 +1,233 @@
+"""What real models write, replayed: the runtime absorbs the drift (issue 9 §3).
+
+Each test replays a transcript of a drift seen from Qwen2.5-Coder-1.5B (see
+docs/protocol-drift.md) through the same composition as the kernel
+(``agent.build_session`` with a replay model) and checks what the user and
+the model are told.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cortex_kernel.agent import build_session
+from cortex_kernel.runtime.run_result import RunResult
+from cortex_kernel.runtime.tools import closest_names, unknown_tool_message
+
+pytestmark = pytest.mark.anyio
+
+POPULATIONS = {"Lyon": 520_774, "Nice": 348_085}
+
+
+def population(city: str) -> int:
+    """Population of a French city."""
+    return POPULATIONS[city]
+
+
+def weather(city: str) -> dict[str, Any]:
+    """Weather of a city."""
+    raise ConnectionError("weather service down")
+
+
+def action(name: str, mode: str = "sync", attrs: str = "", **parameters: Any) -> str:
+    body = json.dumps({"name": name, "parameters": parameters})
+    return f'<action type="tool" mode="{mode}" {attrs}>{body}</action>'
+
+
+async def replay(tmp_path: Path, turns: list[str], message: str = "go") -> tuple[RunResult, Any]:
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns))
+    namespace: dict[str, Any] = {}
+    session = build_session(model=f"replay:{path}", namespace=namespace, transcript_dir=tmp_path)
+    session.tools.register(population)
+    session.tools.register(weather)
+    try:
+        result = await session.run(message)
+    finally:
+        await session.aclose()
+    return result, session
+
+
+def told(session: Any) -> str:
+    """Everything the model was sent after its first turn, as one string."""
+    return "\n".join(str(m.get("content")) for m in session.history() if m["role"] != "assistant")
+
+
+# -- rule 4b: an unknown tool's error names the closest known tools -----------
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("populations", ["population"]),
+        ("Population", ["population"]),
+        ("get_population", ["population"]),
+        ("population_of_city", ["population"]),
+        ("get_weather_info", ["weather"]),
+        ("log_request", []),
+    ],
+)
+def test_closest_names(written: str, meant: list[str]) -> None:
+    assert closest_names(written, ["population", "weather", "add"]) == meant
+
+
+def test_unknown_tool_message() -> None:
+    assert unknown_tool_message("populaton", ["weather", "population"]) == (
+        "unknown tool 'populaton'; did you mean 'population'? available tools: population, weather"
+    )
+    assert unknown_tool_message("x", []) == "unknown tool 'x'; available tools: none"
+
+
+async def test_a_misspelt_tool_is_corrected_from_the_error(tmp_path: Path) -> None:
+    result, session = await replay(
+        tmp_path,
+        [
+            action("get_population", attrs='id="p"', city="Lyon"),
+            action("population", attrs='id="p2" output_key="lyon"', city="Lyon"),
+            "<response>Lyon: $lyon</response>",
+        ],
+    )
+    errors = [e for e in result.events if e.type == "action_error"]
+    assert [e.message.split(";")[:2] for e in errors] == [
+        [
+            "unknown tool 'get_population'",
+            " did you mean 'population'? available tools: population, weather",
+        ]
+    ]
+    assert "did you mean 'population'?" in told(session)
+    assert (result.status, result.answer) == ("ok", "Lyon: 520774")
+
+
+def of_type(result: RunResult, kind: str) -> list[Any]:
+    return [e for e in result.events if e.type == kind]
+
+
+# -- rule 5: reusing an id ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        action("population", attrs='id="p"', city="Atlantis"),  # fails: unknown city
+        action("populaton", attrs='id="p"', city="Lyon"),  # rejected: unknown tool
+        '<action type="tool" mode="async" id="q">{"name": "population", "parameters": '
+        '{"city": "Atlantis"}}</action>'
+        '<action type="tool" mode="sync" id="p" depends_on="q">{"name": "population", '
+        '"parameters": {"city": "Lyon"}}</action>',  # p skipped: its dependency failed
+    ],
+    ids=["failed", "rejected", "skipped"],
+)
+async def test_an_id_may_be_reused_after_an_unsuccessful_action(tmp_path: Path, first: str) -> None:
+    result, session = await replay(
+        tmp_path,
+        [
+            first,
+            action("population", attrs='id="p" output_key="lyon"', city="Lyon"),
+            "<response>Lyon: $lyon</response>",
+        ],
+    )
+    assert (result.status, result.answer) == ("ok", "Lyon: 520774")
+    warnings = [w.message for w in of_type(result, "warning") if w.id == "p"]
+    assert len(warnings) == 1 and "new attempt under the same id" in warnings[0]
+    assert not [e for e in of_type(result, "action_error") if "duplicate" in e.message]
+    assert session.variables["lyon"] == 520774
+
+
+async def test_reusing_the_id_of_a_succeeded_action_names_its_variable(tmp_path: Path) -> None:
+    result, session = await replay(
+        tmp_path,
+        [
+            action("population", attrs='id="p" output_key="lyon"', city="Lyon"),
+            action("population", attrs='id="p"', city="Nice"),
+            "<response>Lyon: $lyon</response>",
+        ],
+    )
+    [error] = of_type(result, "action_error")
+    assert error.message == (
+        "duplicate id 'p': it already succeeded and its result is in $lyon. "
+        "Use $lyon instead of running it again, or give a new action a new id"
+    )
+    assert "its result is in $lyon" in told(session)  # the model is told, too
+    assert (result.status, result.answer) == ("ok", "Lyon: 520774")
+
+
+# -- rule 6: no run ends "ok" with an empty answer -------------------------------
+
+
+async def test_a_run_without_a_final_response_gets_one_repair_turn(tmp_path: Path) -> None:
+    result, session = await replay(
+        tmp_path,
+        [
+            # Seen from the 1.5B model: a thought closed by </response>, no response.
+            "<thought>Lyon has 520,774 inhabitants.</response>",
+            "<response>Lyon has 520,774 inhabitants.</response>",
+        ],
+    )
+    assert (result.status, result.answer) == ("ok", "Lyon has 520,774 inhabitants.")
+    assert [e.repair for e in of_type(result, "turn_started")] == [False, True]
+    assert "Write it now, inside <response>...</response>" in told(session)
+
+
+@pytest.mark.parametrize(
+    "silent", ["<thought>Still thinking about it.</thought>", "<response></response>"]
+)
+async def test_no_answer_after_the_repair_turn(tmp_path: Path, silent: str) -> None:
+    result, _ = await replay(
+        tmp_path,
+        ["<thought>Lyon is a big city, maybe 500,000 people.</thought>", silent],
+    )
+    assert result.status == "no_answer"
+    assert result.message == "the model gave no final response, even when asked once more"
+    last = (
+        "Still thinking about it."
+        if "thought" in silent
+        else "Lyon is a big city, maybe 500,000 people."
+    )
+    assert result.answer == (
+        "**Provisional answer** (the model gave no final response; this is its last "
+        f"thought):\n\n{last}"
+    )
+    assert len(of_type(result, "turn_started")) == 2  # asked once, not in a loop
+
+
+# -- rule 7: the same failing action three times ends the run -------------------
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        [action("population", attrs=f'id="a{i}"', city="Atlantis") for i in range(3)],
+        [action("population", attrs='id="p"', city="Atlantis")] * 3,  # same id: retries
+        [action("populaton", attrs=f'id="a{i}"', city="Lyon") for i in range(3)],
+        ['<action type="tool" id="x">{"name": "population", "parameters": {city: Lyon</action>']
+        * 3,
+    ],
+    ids=["failing", "same-id", "rejected", "malformed"],
+)
+async def test_the_same_failing_action_three_times_is_stuck(
+    tmp_path: Path, turns: list[str]
+) -> None:
+    result, _ = await replay(tmp_path, turns)  # a fourth turn would exhaust the replay
+    assert result.status == "stuck", result.message
+    assert result.message.startswith("stuck: the same failing ")
+    assert "written 3 times in this run" in result.message
+    assert "last error: " in result.message
+    assert len(of_type(result, "turn_started")) == 3
+
+
+async def test_different_failures_are_not_stuck(tmp_path: Path) -> None:
+    result, _ = await replay(
+        tmp_path,
+        [
+            action("population", attrs='id="a1"', city="Atlantis"),
+            action("population", attrs='id="a2"', city="Mu"),
+            action("population", attrs='id="a3"', city="Atlantis"),
+            action("population", attrs='id="a4" output_key="n"', city="Nice"),
+            "<response>$n</response>",
+        ],
+    )
+    assert (result.status, result.answer) == ("ok", "348085")
