@@ -48,8 +48,9 @@ from ..exceptions import ConfigError
 from ..redaction import Redactor, secret_values
 from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
+from ..runtime.tool_calls import tool_calls_to_protocol
 from .errors import is_retryable, map_error, retry_after_seconds
-from .tool_calls import ToolCallAccumulator, tool_calls_to_protocol, tools_for_provider
+from .function_calling import ToolCallAccumulator, tools_for_provider
 
 __all__ = ["LiteLLMCompletion", "LiteLLMModel", "aload_litellm", "load_litellm"]
 

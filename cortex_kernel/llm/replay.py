@@ -14,9 +14,8 @@ an absolute schedule (no drift from sleep overshoot); without it they come
 as fast as the consumer reads, with a checkpoint per chunk so cancellation
 is immediate.
 
-Native tool calls are turned into protocol text the way the litellm adapter
-does it: one ``<action type="tool" id="CALL_ID">`` per call, ``sync`` for a
-single call and ``async`` for several, appended after the content.
+Native tool calls are turned into protocol text by the one translator
+(:mod:`cortex_kernel.runtime.tool_calls`), appended after the content.
 """
 
 from __future__ import annotations
@@ -36,13 +35,12 @@ import anyio.lowlevel
 from ..exceptions import ConfigError, ReplayExhausted
 from ..runtime.ports import Completion, CompletionRequest, Model, ToolCall
 from ..runtime.run_events import Usage
+from ..runtime.tool_calls import tool_calls_to_protocol
 
 __all__ = ["ReplayModel", "tokenize"]
 
 _TOKEN = re.compile(r"\s*[A-Za-z]{1,8}|\s*\d{1,3}|\s*[^\sA-Za-z\d]|\s+")
 _TOKENS_PER_CHUNK = 3
-# As in the litellm adapter: call ids become attribute-safe action ids.
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:\-]")
 
 
 def tokenize(text: str) -> list[str]:
@@ -118,20 +116,6 @@ def _tool_calls(record: dict[str, Any]) -> list[ToolCall]:
     return calls
 
 
-def _calls_as_protocol(calls: list[ToolCall]) -> str:
-    mode = "sync" if len(calls) == 1 else "async"
-    parts = []
-    for call in calls:
-        try:
-            parameters = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            parameters = {"_raw_arguments": call.arguments}
-        body = json.dumps({"name": call.name, "parameters": parameters}, ensure_ascii=False)
-        safe_id = _UNSAFE_ID.sub("_", call.id) or "call"
-        parts.append(f'<action type="tool" mode="{mode}" id="{safe_id}">{body}</action>')
-    return "".join(parts)
-
-
 class _ReplayCompletion(Completion):
     def __init__(self, model: ReplayModel, request: CompletionRequest) -> None:
         super().__init__()
@@ -148,7 +132,7 @@ class _ReplayCompletion(Completion):
         text = str(record.get("content") or "")
         # A recorded transcript already holds the protocol text of its calls.
         if calls and record.get("type") != "model_turn":
-            text += _calls_as_protocol(calls)
+            text += tool_calls_to_protocol(calls)
         self.tool_calls = calls
         tokens = tokenize(text)
         prompt_chars = sum(len(str(m.get("content") or "")) for m in self._request.messages)

@@ -19,7 +19,6 @@ leaves a half-written assistant message behind.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -81,6 +80,7 @@ from .run_events import (
 )
 from .run_result import RunResult
 from .scheduler import ActionNode, NodeState, Scheduler
+from .tool_calls import assistant_message, call_action_id, tool_result_message
 from .tools import ToolRegistry
 from .transcript import TranscriptWriter
 from .variables import VariableStore
@@ -89,9 +89,6 @@ __all__ = ["Run", "RunContext"]
 
 log = logging.getLogger(__name__)
 
-# Same rule as the model adapters (cortex_kernel.llm.tool_calls): a call id
-# becomes an attribute-safe action id.
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:\-]")
 
 _STATUS: dict[NodeState, ResultStatus] = {
     NodeState.SUCCEEDED: "ok",
@@ -600,17 +597,7 @@ class Run:
             for start, end in sorted((s for s in spans if s is not None), reverse=True):
                 if end <= len(content):
                     content = content[:start] + content[end:]
-        message: Message = {"role": "assistant", "content": content}
-        if turn.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in turn.tool_calls
-            ]
-        return message
+        return assistant_message(content, turn.tool_calls)
 
     def _result_block(self, node: ActionNode) -> str:
         status = _STATUS.get(node.state, "error")
@@ -644,7 +631,7 @@ class Run:
             else:
                 error = next((e for e in turn.errors if e.id == action_id), None)
                 content = quote(f"error: {error.message}") if error else "pending"
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            messages.append(tool_result_message(call.id, content))
         call_ids = {call_action_id(call.id) for call in turn.tool_calls}
         for node in settled:
             if node.id in by_id:
@@ -660,11 +647,6 @@ class Run:
         if blocks or not messages:
             messages.append({"role": "user", "content": "\n".join(blocks)})
         return messages
-
-
-def call_action_id(call_id: str) -> str:
-    """The action id a native tool call gets (the adapters keep ids attribute-safe)."""
-    return _UNSAFE_ID.sub("_", call_id) or "call"
 
 
 def prior_messages(runs: MutableMapping[str, list[Message]], exclude: str | None) -> list[Message]:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from cortex_kernel.llm.tool_calls import (
-    ToolCallAccumulator,
+from cortex_kernel.llm.function_calling import ToolCallAccumulator, tools_for_provider
+from cortex_kernel.llm.replay import ReplayModel
+from cortex_kernel.protocol.parser import Parser
+from cortex_kernel.protocol.parser_events import ActionErrorEvent, ActionParsed
+from cortex_kernel.runtime.ports import CompletionRequest, ToolCall
+from cortex_kernel.runtime.tool_calls import (
     assistant_message,
     tool_call_to_action,
     tool_calls_to_protocol,
     tool_result_message,
-    tools_for_provider,
 )
-from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.protocol.parser_events import ActionErrorEvent, ActionParsed
-from cortex_kernel.runtime.ports import ToolCall
 from tests.llm.fake_openai import FakeOpenAI, sse_tool_calls
 from tests.llm.support import collect, make_model, request
 
@@ -83,7 +84,7 @@ def test_messages_in_the_provider_shape() -> None:
     calls = [ToolCall(id="c1", name="search", arguments='{"q": "x"}')]
     assert assistant_message("", calls) == {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {
                 "id": "c1",
@@ -154,3 +155,25 @@ async def test_xml_protocol_sends_no_tools(server: FakeOpenAI) -> None:
     server.stream("ok")
     await collect(make_model(server).stream(request(tools=TOOLS)))
     assert "tools" not in server.requests[0].body
+
+
+async def test_replayed_calls_are_translated_like_streamed_ones(tmp_path: Path) -> None:
+    # One translator: a replay file's calls (invalid JSON included) become
+    # exactly the text the litellm adapter writes for the same calls.
+    calls = [
+        ToolCall(id="c 1", name="search", arguments='{"q": "a"}'),
+        ToolCall(id="c2", name="run", arguments="{oops"),
+    ]
+    record = {
+        "content": "Two calls.",
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ],
+    }
+    path = tmp_path / "turns.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    completion = ReplayModel(path).stream(CompletionRequest(messages=[]))
+    text = "".join(await collect(completion))
+    assert text == "Two calls." + tool_calls_to_protocol(calls)
+    assert completion.tool_calls == calls
