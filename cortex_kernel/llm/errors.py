@@ -1,37 +1,45 @@
 """The one place where litellm's (and its HTTP stack's) errors become ours.
 
-Callers never catch another library's types: :func:`map_error` turns any
-exception that comes out of a litellm call into a :class:`ModelError`
-subclass whose message says what the user can do (which environment
-variable, which option). :func:`is_retryable` and :func:`retry_after_seconds`
-give the retry policy its inputs.
+Callers never catch another library's types. One classifier,
+:func:`classify`, names the kind of any exception that comes out of a
+litellm call; :func:`map_error` turns it into the :class:`ModelError`
+subclass of that kind, with a message that says what the user can do (which
+environment variable, which option), and :func:`is_retryable` retries
+exactly the transient kinds, so the two can never disagree.
+:func:`retry_after_seconds` gives the retry policy its delay. In the order
+they are checked::
 
-::
+    litellm / openai / httpx / aiohttp exception
+    ├── a bug or a broken install in the chain -> ModelError ("installation"), not retried
+    ├── no API key, 401 / 403                  -> AuthenticationError
+    ├── context window exceeded                -> ContextWindowError
+    ├── timeout                                -> ModelTimeout        (retried)
+    ├── 429                                    -> RateLimitError      (retried)
+    ├── connection (refused, reset, cut)       -> ConnectionFailed    (retried)
+    ├── 5xx                                    -> ProviderDown        (retried)
+    ├── 400 / 404 / 413 / 422                  -> BadRequestError
+    └── anything else                          -> ModelError
 
-    litellm / openai / httpx exception
-    ├── context window exceeded          -> ContextWindowError
-    ├── timeout (litellm.Timeout, httpx) -> ModelTimeout
-    ├── connection (refused, reset, cut) -> ConnectionFailed
-    ├── 401 / 403                        -> AuthenticationError
-    ├── 429                              -> RateLimitError
-    ├── 5xx                              -> ProviderDown
-    ├── 400 / 404 / 413 / 422            -> BadRequestError
-    └── anything else                    -> ModelError
+The third-party exception types behind "timeout", "connection", "context
+window" and "bad request" come from a map loaded lazily from the libraries
+already imported (httpx's ``_load_httpcore_exceptions`` habit).
 
 Provider messages are quoted in ours, so every message is passed through
 :func:`redact`: the value of any API key or token in the environment (and
 the key given explicitly) never reaches an error message.
 
-litellm is imported only inside functions, and only when it is already
-loaded — mapping an error never pays for the import.
+No library is imported here: an exception of a library's type can only
+exist once that library is loaded, so the map reads ``sys.modules`` — mapping
+an error never pays for an import.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from ..exceptions import (
     AuthenticationError,
@@ -48,6 +56,8 @@ from ..redaction import PROVIDER_KEY_ENV, SECRET_ENV_PATTERN, redact, secret_val
 __all__ = [
     "PROVIDER_KEY_ENV",
     "SECRET_ENV_PATTERN",
+    "ErrorKind",
+    "classify",
     "is_retryable",
     "key_env_for",
     "map_error",
@@ -97,19 +107,66 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _is_timeout(exc: BaseException) -> bool:
-    if isinstance(exc, TimeoutError):
-        return True
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"Timeout", "APITimeoutError", "TimeoutException", "ServerTimeoutError"})
+ErrorKind = Literal[
+    "installation",
+    "auth",
+    "context_window",
+    "timeout",
+    "rate_limit",
+    "connection",
+    "provider_down",
+    "bad_request",
+    "other",
+]
 
+#: The kinds worth another attempt before the first token.
+RETRYABLE: frozenset[ErrorKind] = frozenset(
+    {"timeout", "rate_limit", "connection", "provider_down"}
+)
 
-_CONNECTION_TYPES = {
-    "APIConnectionError",
-    "TransportError",  # httpx: ConnectError, ReadError, RemoteProtocolError…
-    "ClientConnectionError",  # aiohttp
-    "ClientPayloadError",
+#: (module, exception type, kind): what the libraries' own types mean.
+_THIRD_PARTY: tuple[tuple[str, str, str], ...] = (
+    ("litellm", "ContextWindowExceededError", "context_window"),
+    ("openai", "APITimeoutError", "timeout"),  # litellm.Timeout derives from it
+    ("httpx", "TimeoutException", "timeout"),
+    ("aiohttp", "ServerTimeoutError", "timeout"),
+    ("openai", "APIConnectionError", "connection"),
+    ("httpx", "TransportError", "connection"),  # ConnectError, ReadError, RemoteProtocolError…
+    ("aiohttp", "ClientConnectionError", "connection"),
+    ("aiohttp", "ClientPayloadError", "connection"),
+    ("openai", "BadRequestError", "bad_request"),
+)
+_BUILTIN: dict[str, tuple[type[BaseException], ...]] = {
+    "timeout": (TimeoutError,),
+    "connection": (ConnectionError,),
 }
+
+
+def _exception_types() -> dict[str, tuple[type[BaseException], ...]]:
+    """Kind -> exception types, from the libraries loaded so far."""
+    return _load_exception_types(
+        tuple(m for m in ("litellm", "openai", "httpx", "aiohttp") if m in sys.modules)
+    )
+
+
+@functools.cache
+def _load_exception_types(loaded: tuple[str, ...]) -> dict[str, tuple[type[BaseException], ...]]:
+    found: dict[str, list[type[BaseException]]] = {k: list(v) for k, v in _BUILTIN.items()}
+    for module_name, attribute, kind in _THIRD_PARTY:
+        if module_name not in loaded:
+            continue
+        exc_type = getattr(sys.modules[module_name], attribute, None)
+        if isinstance(exc_type, type) and issubclass(exc_type, BaseException):
+            found.setdefault(kind, []).append(exc_type)
+    return {kind: tuple(types) for kind, types in found.items()}
+
+
+def _is_kind(exc: BaseException, kind: str) -> bool:
+    return isinstance(exc, _exception_types().get(kind, ()))
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return _is_kind(exc, "timeout")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -134,14 +191,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def _is_connection(exc: BaseException) -> bool:
     # litellm reports a refused connection as InternalServerError (500) whose
     # context is the SDK's "Connection error.": look through the chain.
-    for current in _chain(exc):
-        if isinstance(current, ConnectionError):
-            return True
-        if {cls.__name__ for cls in type(current).__mro__} & _CONNECTION_TYPES:
-            return True
-        if str(current).strip() == "Connection error.":
-            return True
-    return False
+    return any(
+        _is_kind(current, "connection") or str(current).strip() == "Connection error."
+        for current in _chain(exc)
+    )
 
 
 def _status(exc: BaseException) -> int | None:
@@ -169,23 +222,38 @@ def _is_missing_key(exc: BaseException) -> bool:
     return any(marker in text for marker in _NO_KEY_MARKERS)
 
 
+def classify(exc: BaseException) -> ErrorKind:
+    """The kind of a failure of a litellm call (see the module's tree, checked in order)."""
+    if _is_programming_error(exc):
+        return "installation"
+    if _is_missing_key(exc):
+        return "auth"
+    inner = _unwrap(exc)
+    status = _status(inner)
+    if status in (401, 403):
+        return "auth"
+    if _is_context_window(inner):
+        return "context_window"
+    if _is_timeout(inner):
+        return "timeout"
+    if status == 429:
+        return "rate_limit"
+    if _is_connection(inner) and (status is None or status >= 500):
+        return "connection"
+    if status is not None and status >= 500:
+        return "provider_down"
+    if status in (400, 404, 413, 422) or _is_kind(inner, "bad_request"):
+        return "bad_request"
+    return "other"
+
+
 def is_retryable(exc: BaseException) -> bool:
     """Whether a failure before the first token is worth another attempt.
 
-    429, 5xx, timeouts and connection failures are; a bad key, a bad request
-    or a too-long prompt are not (a retry would fail the same way).
+    Timeouts, 429, connection failures and 5xx are; a bad key, a bad request,
+    a too-long prompt or a bug are not (a retry would fail the same way).
     """
-    if _is_programming_error(exc):
-        return False
-    if _is_missing_key(exc):
-        return False
-    exc = _unwrap(exc)
-    if _is_context_window(exc):
-        return False
-    if _is_timeout(exc) or _is_connection(exc):
-        return True
-    status = _status(exc)
-    return status is not None and (status == 429 or status >= 500)
+    return classify(exc) in RETRYABLE
 
 
 def _is_programming_error(exc: BaseException) -> bool:
@@ -217,8 +285,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 
 def _is_context_window(exc: BaseException) -> bool:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if "ContextWindowExceededError" in names:
+    if _is_kind(exc, "context_window"):
         return True
     text = str(exc).lower()
     return "context length" in text or "context window" in text or "maximum context" in text
@@ -284,20 +351,21 @@ def map_error(
     env = key_env_for(model)
     where = f" at {api_base}" if api_base else ""
 
+    kind = classify(exc)
     error: ModelError
-    if _is_context_window(inner):
+    if kind == "context_window":
         error = ContextWindowError(
             f"The prompt is too long for model {model!r}: {detail}. Shorten the history "
             "(start a new session), remove or shrink context feeds (their max_tokens), "
             "or choose a model with a larger context window (--model / %model)."
         )
-    elif _is_timeout(inner):
+    elif kind == "timeout":
         limit = f" within {timeout:g} s" if timeout is not None else " in time"
         error = ModelTimeout(
             f"Model {model!r} did not answer{limit}{tries}. Raise the model's `timeout` "
             "option, check the provider's status, or choose another model (--model)."
         )
-    elif status in (401, 403) or _is_missing_key(exc):
+    elif kind == "auth":
         hint = f"Set {env} in the kernel's environment" if env else "Set the provider's API key"
         error = AuthenticationError(
             f"The provider rejected the credentials for model {model!r}"
@@ -305,32 +373,30 @@ def map_error(
             f"{hint} (or pass the model's `api_key` option), then restart the kernel "
             "or choose another model (--model / %model)."
         )
-    elif status == 429:
+    elif kind == "rate_limit":
         error = RateLimitError(
             f"Model {model!r} is rate limited (429){tries}: {detail}. Wait a minute and run "
             "the cell again, raise the model's `num_retries` option, or choose another "
             "model (--model / %model)."
         )
-    elif _is_programming_error(exc):
+    elif kind == "installation":
         error = ModelError(
             f"Model {model!r} could not be called: {detail}. This is a problem with the "
             "installation, not the provider: reinstall cortex-kernel (and litellm), or "
             "choose another model (--model / %model)."
         )
-    elif _is_connection(inner) and (status is None or status >= 500):
+    elif kind == "connection":
         error = ConnectionFailed(
             f"Cannot reach the provider of model {model!r}{where}{tries}: {detail}. Check the "
             "network, the model's `api_base` option and any proxy settings (HTTPS_PROXY)."
         )
-    elif status is not None and status >= 500:
+    elif kind == "provider_down":
         error = ProviderDown(
             f"The provider of model {model!r} is failing ({status}){tries}: {detail}. Try "
             "again later, raise the model's `num_retries` option, or choose another model "
             "(--model / %model)."
         )
-    elif status in (400, 404, 413, 422) or "BadRequestError" in {
-        cls.__name__ for cls in type(inner).__mro__
-    }:
+    elif kind == "bad_request":
         error = BadRequestError(
             f"The provider rejected the request for model {model!r} ({status}): {detail}. "
             "Check the model name (--model / %model; any litellm model string, e.g. "

@@ -60,6 +60,40 @@ def test_a_missing_module_is_not_retried() -> None:
     assert "installation" in str(error)
 
 
+def test_a_timeout_caused_by_a_bug_is_neither_retried_nor_a_timeout() -> None:
+    # The two policies used to disagree: not retried, yet reported as ModelTimeout.
+    try:
+        try:
+            raise TypeError("acompletion() got an unexpected keyword argument 'x'")
+        except TypeError as inner:
+            raise TimeoutError("gave up") from inner
+    except TimeoutError as outer:
+        assert not is_retryable(outer)
+        error = map_error(outer, model="openai/x", timeout=1.5)
+    assert type(error) is ModelError
+    assert "installation" in str(error)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        StatusError(429),
+        StatusError(503),
+        StatusError(401),
+        StatusError(400),
+        StatusError(500, "Connection error."),
+        TimeoutError(),
+        ConnectionRefusedError(),
+        httpx.ConnectError("refused"),
+        httpx.ReadTimeout("slow"),
+        ValueError("odd"),
+    ],
+)
+def test_retried_exactly_when_the_mapped_error_is_transient(exc: Exception) -> None:
+    transient = (ModelTimeout, RateLimitError, ConnectionFailed, ProviderDown)
+    assert is_retryable(exc) == isinstance(map_error(exc, model="m"), transient)
+
+
 def test_retry_after_headers() -> None:
     assert retry_after_seconds(StatusError(429, headers={"retry-after": "2"})) == 2.0
     assert retry_after_seconds(StatusError(429, headers={"retry-after-ms": "150"})) == 0.15
