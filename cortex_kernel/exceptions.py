@@ -9,16 +9,14 @@ library's types.
 ::
 
     CortexError
-    ├── ProtocolError            model output that cannot be used (never raised by the parser)
-    ├── ActionError              one action could not run
+    ├── ActionError              one action could not run (.action_id)
     │   ├── UnknownActionError   unknown type, tool, agent, relic or workflow
-    │   ├── DependencyError      missing dependency, cycle, failed or cancelled dependency
     │   ├── ReferenceError_      a `$var` that names nothing
-    │   ├── ActionTimeout        the action ran past its `timeout`
     │   └── ToolError            the tool itself failed
-    ├── RunError                 a run ended badly
-    │   ├── LimitExceeded        max_turns, max_actions, wall time, tokens or cost
-    │   └── RunCancelled         the user interrupted the run
+    ├── RunError                 an agent cell's run ended badly (.result: the run)
+    │   ├── RunFailed            the run ended with an error
+    │   ├── RunLimitReached      max_turns, max_actions, wall time, tokens or cost
+    │   └── RunInterrupted       the user interrupted the run
     ├── ModelError               the model provider failed (mapped from litellm)
     │   ├── AuthenticationError  bad or missing API key
     │   ├── RateLimitError       429 after every retry
@@ -33,26 +31,26 @@ library's types.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ActionError",
-    "ActionTimeout",
     "AuthenticationError",
     "BadRequestError",
     "ConfigError",
     "ConnectionFailed",
     "ContextWindowError",
     "CortexError",
-    "DependencyError",
-    "LimitExceeded",
     "ModelError",
     "ModelTimeout",
-    "ProtocolError",
     "ProviderDown",
     "RateLimitError",
     "ReferenceError_",
     "ReplayExhausted",
-    "RunCancelled",
     "RunError",
+    "RunFailed",
+    "RunInterrupted",
+    "RunLimitReached",
     "ToolError",
     "UnknownActionError",
 ]
@@ -62,28 +60,28 @@ class CortexError(Exception):
     """Root of every error raised by cortex-kernel on purpose."""
 
 
-class ProtocolError(CortexError):
-    """Model output that cannot be used as it stands."""
-
-
 class ActionError(CortexError):
-    """One action could not run; the rest of the run goes on."""
+    """One action could not run; the rest of the run goes on.
+
+    Parameters
+    ----------
+    message
+        What went wrong and what to do; the model reads it.
+    action_id
+        The action, when the raiser knows it.
+    """
+
+    def __init__(self, message: str = "", *, action_id: str | None = None) -> None:
+        super().__init__(message)
+        self.action_id = action_id
 
 
 class UnknownActionError(ActionError):
     """The action names a type, tool, agent, relic or workflow that does not exist."""
 
 
-class DependencyError(ActionError):
-    """A dependency is missing, forms a cycle, failed or was cancelled."""
-
-
 class ReferenceError_(ActionError):  # trailing underscore: not the builtin ReferenceError
     """A `$var` reference names no variable."""
-
-
-class ActionTimeout(ActionError):
-    """The action ran past its `timeout`."""
 
 
 class ToolError(ActionError):
@@ -91,15 +89,32 @@ class ToolError(ActionError):
 
 
 class RunError(CortexError):
-    """A run ended badly."""
+    """An agent cell's run ended badly; the cell fails with this.
+
+    Parameters
+    ----------
+    message
+        Why the run ended.
+    result
+        The run's :class:`~cortex_kernel.runtime.run_result.RunResult` (its
+        id, events, usage), when there is one.
+    """
+
+    def __init__(self, message: str = "", *, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
-class LimitExceeded(RunError):
-    """A run limit was reached: max_turns, max_actions, wall time, tokens or cost."""
+class RunFailed(RunError):
+    """The agent run ended with an error; the message says why."""
 
 
-class RunCancelled(RunError):
-    """The user interrupted the run."""
+class RunLimitReached(RunError):
+    """The agent run hit a limit (turns, actions, time, tokens or cost)."""
+
+
+class RunInterrupted(RunError):
+    """The run was interrupted (the stop button); the kernel is ready for the next cell."""
 
 
 class ModelError(CortexError):

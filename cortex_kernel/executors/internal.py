@@ -80,12 +80,14 @@ class InternalExecutor(Executor):
             if context.variables.user_defined(var) and var not in context.variables.values:
                 raise ActionError(
                     f"'{var}' is a notebook name the user defined; delete_variable removes "
-                    "only variables the agent bound (output keys, set_variable)"
+                    "only variables the agent bound (output keys, set_variable)",
+                    action_id=action.id,
                 )
             if not context.variables.delete(var):
                 raise ActionError(
                     f"no agent variable '{var}' to delete (the agent bound: "
-                    f"{', '.join(sorted(context.variables.values)) or 'nothing yet'})"
+                    f"{', '.join(sorted(context.variables.values)) or 'nothing yet'})",
+                    action_id=action.id,
                 )
             return f"${var} deleted"
         if name == "list_variables":
@@ -94,4 +96,4 @@ class InternalExecutor(Executor):
                 for key, value in context.variables.values.items()
                 if not key.startswith("_")
             }
-        raise ActionError(f"unknown internal action '{name}'")
+        raise ActionError(f"unknown internal action '{name}'", action_id=action.id)

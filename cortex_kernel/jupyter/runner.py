@@ -23,7 +23,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ConfigError, LimitExceeded, RunCancelled, RunError
+from ..exceptions import ConfigError, RunFailed, RunInterrupted, RunLimitReached
 from ..model_options import ModelOptions, add_model_arguments, options_from_args
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
@@ -37,9 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentRunner",
     "FinalAnswer",
-    "RunFailed",
-    "RunInterrupted",
-    "RunLimitReached",
     "existing_runner",
     "notebook_relative",
     "parse_options",
@@ -48,18 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class RunFailed(RunError):
-    """The agent run ended with an error; the message says why."""
-
-
-class RunLimitReached(LimitExceeded):
-    """The agent run hit a limit (turns, actions, time, tokens or cost)."""
-
-
-class RunInterrupted(RunCancelled):
-    """The run was interrupted (the stop button); the kernel is ready for the next cell."""
 
 
 # Errors shown as one clear line instead of a traceback through our frames.
@@ -314,16 +299,19 @@ class AgentRunner:
             self.shell.user_ns["_response"] = result.answer
         if result is None or scope.cancelled_caught or result.status == "cancelled":
             raise RunInterrupted(
-                "Run interrupted: running actions were cancelled; the kernel is ready."
+                "Run interrupted: running actions were cancelled; the kernel is ready.",
+                result=result,
             )
         if result.status == "limit":
-            raise RunLimitReached(result.message or "The run reached a limit.")
+            raise RunLimitReached(result.message or "The run reached a limit.", result=result)
         if result.status == "no_answer" and result.answer:
             # The last thought, marked provisional: better than nothing, not an error.
             return FinalAnswer(result.answer)
         if result.status not in ("ok", "incomplete"):
             # incomplete: the answer is shown, its unfilled $vars marked ⟨name: reason⟩.
-            raise RunFailed(result.message or f"The run ended with status {result.status}.")
+            raise RunFailed(
+                result.message or f"The run ended with status {result.status}.", result=result
+            )
         return FinalAnswer(result.answer) if result.answer else None
 
 

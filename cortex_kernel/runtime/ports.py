@@ -272,5 +272,7 @@ class ExecutorSet:
         """Run one attempt of ``action``."""
         executor = self.executors.get(action.type)
         if executor is None:
-            raise UnknownActionError(self.check(action) or f"no executor for {action.type}")
+            raise UnknownActionError(
+                self.check(action) or f"no executor for {action.type}", action_id=action.id
+            )
         return await executor.execute(action, body, self.context)
