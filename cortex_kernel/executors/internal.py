@@ -67,7 +67,7 @@ class InternalExecutor(Executor):
             var = str(params["name"])
             invalid = invalid_variable_name(var)  # again: the name may have been a $reference
             if invalid is not None:
-                raise ActionError(f"set_variable cannot bind {invalid}")
+                raise ActionError(f"set_variable cannot bind {invalid}", action_id=action.id)
             for event in context.variables.bind(
                 var, params.get("value"), t=context.clock(), action_id=action.id
             ):
