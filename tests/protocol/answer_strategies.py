@@ -139,6 +139,24 @@ def observed(events: Sequence[ParserEvent]) -> Answer:
     return answer
 
 
+@dataclass
+class _Draft:
+    """One action being written: its tag attributes, its body, what must be read."""
+
+    attrs: list[str]
+    body: dict[str, Any]  # as written
+    read: dict[str, Any]  # as the parser must read it
+    warnings: int
+    expected: dict[str, Any]
+
+    def place(self, draw: st.DrawFn, name: str, value: Any, attribute: str) -> None:
+        """Write a control field as the attribute ``attribute`` or as a body field."""
+        if draw(st.booleans()):
+            self.attrs.append(attribute)
+        else:
+            self.body[name] = self.read[name] = value
+
+
 class _Writer:
     """Builds a document and its answer side by side."""
 
@@ -202,76 +220,78 @@ class _Writer:
         draw = self.draw
         index = len(self.ids) + 1
         action_type = draw(st.sampled_from(["tool", "llm", "agent", "relic", "workflow"]))
-        attrs = [self.attribute("type", draw(st.sampled_from([action_type, action_type.upper()])))]
         body, read, warnings = self.body(action_type)
-        # Where each control field is written: nowhere, as an attribute, or in the body.
-        where = {
-            name: draw(st.sampled_from(["", "attr", "body"]))
-            for name in ("id", "mode", "depends_on", "output_key")
-        }
-        expected: dict[str, Any] = {
-            "type": action_type,
-            "mode": "sync",
-            "depends_on": [],
-            "output_key": None,
-            "timeout": None,
-            "retries": 0,
-            "in_thought": in_thought,
-        }
-        if where["id"] != "attr":
-            self.generated += 1
-        if where["id"]:
-            action_id = draw(st.sampled_from(["x", "step_", "q", "r-"])) + str(index)
-            if where["id"] == "attr":
-                attrs.append(self.attribute("id", action_id))
-            else:
-                body["id"] = read["id"] = action_id
-                warnings += 1  # the action_open announced a generated id
+        draft = _Draft(
+            attrs=[
+                self.attribute("type", draw(st.sampled_from([action_type, action_type.upper()])))
+            ],
+            body=body,
+            read=read,
+            warnings=warnings,
+            expected={
+                "type": action_type,
+                "mode": "sync",
+                "depends_on": [],
+                "output_key": None,
+                "timeout": None,
+                "retries": 0,
+                "in_thought": in_thought,
+            },
+        )
+        action_id = self.place_id(draft, index)
+        self.place_mode(draft)
+        self.place_depends_on(draft)
+        if draw(st.booleans()):
+            key = f"out_{index}"
+            draft.expected["output_key"] = key
+            draft.place(draw, "output_key", key, self.attribute("output_key", key))
+        draw(st.randoms()).shuffle(draft.attrs)
+        raw_body, repaired = self.render_json(draft.body)
+        tag = draw(st.sampled_from(["action", "ACTION", "Action"]))
+        close = draw(st.sampled_from(["</action>", "</ACTION>", "</action >"]))
+        self.parts.append(f"<{tag} {' '.join(draft.attrs)}>{raw_body}{close}")
+        draft.expected.update(id=action_id, body=draft.read, raw_body=raw_body)
+        self.answer.actions[action_id] = draft.expected
+        if draft.warnings + repaired:
+            self.answer.warnings[action_id] = draft.warnings + repaired
+        self.ids.append(action_id)
+        add_token(self.answer.tokens, ("action", action_id))
+
+    def place_id(self, draft: _Draft, index: int) -> str:
+        """Write an id (attribute, body field) or none; return the action's id."""
+        where = self.draw(st.sampled_from(["", "attr", "body"]))
+        if where != "attr":
+            self.generated += 1  # the parser generates one for action_open
+        if not where:
+            return f"a{self.generated}"
+        action_id = self.draw(st.sampled_from(["x", "step_", "q", "r-"])) + str(index)
+        if where == "attr":
+            draft.attrs.append(self.attribute("id", action_id))
         else:
-            action_id = f"a{self.generated}"
-        if where["mode"]:
+            draft.body["id"] = draft.read["id"] = action_id
+            draft.warnings += 1  # the action_open announced a generated id
+        return action_id
+
+    def place_mode(self, draft: _Draft) -> None:
+        draw = self.draw
+        if draw(st.booleans()):
             mode = draw(st.sampled_from(sorted(_MODES)))
-            expected["mode"] = mode
-            if where["mode"] == "attr":
-                attrs.append(self.attribute("mode", draw(st.sampled_from(_MODES[mode]))))
-            else:
-                body["mode"] = read["mode"] = mode
-        if where["depends_on"] and self.ids:
+            draft.expected["mode"] = mode
+            written = self.attribute("mode", draw(st.sampled_from(_MODES[mode])))
+            draft.place(draw, "mode", mode, written)
+
+    def place_depends_on(self, draft: _Draft) -> None:
+        draw = self.draw
+        if self.ids and draw(st.booleans()):
             deps = draw(st.lists(st.sampled_from(self.ids), min_size=1, max_size=3, unique=True))
-            expected["depends_on"] = deps
-            if where["depends_on"] == "attr":
-                attrs.append(self.depends_on(deps))
-            else:
-                body["depends_on"] = read["depends_on"] = deps
+            draft.expected["depends_on"] = deps
+            draft.place(draw, "depends_on", deps, self.depends_on(deps))
         elif draw(st.integers(0, 3)) == 0:
             # "No dependency", the ways real models write it (SPEC §2.1).
             nothing = draw(st.sampled_from(["none", "None", "null", "empty", "-", "[]", "", '""']))
-            warnings += nothing.lower() in ("none", "null", "empty")
-            if where["depends_on"] == "body":
-                body["depends_on"] = read["depends_on"] = nothing
-            elif nothing == '""':
-                attrs.append(f"depends_on={nothing}")
-            else:
-                attrs.append(f'depends_on="{nothing}"')
-        if where["output_key"]:
-            key = f"out_{index}"
-            expected["output_key"] = key
-            if where["output_key"] == "attr":
-                attrs.append(self.attribute("output_key", key))
-            else:
-                body["output_key"] = read["output_key"] = key
-        draw(st.randoms()).shuffle(attrs)
-        raw_body, repaired = self.render_json(body)
-        warnings += repaired
-        tag = draw(st.sampled_from(["action", "ACTION", "Action"]))
-        close = draw(st.sampled_from(["</action>", "</ACTION>", "</action >"]))
-        self.parts.append(f"<{tag} {' '.join(attrs)}>{raw_body}{close}")
-        expected.update(id=action_id, body=read, raw_body=raw_body)
-        self.answer.actions[action_id] = expected
-        if warnings:
-            self.answer.warnings[action_id] = warnings
-        self.ids.append(action_id)
-        add_token(self.answer.tokens, ("action", action_id))
+            draft.warnings += nothing.lower() in ("none", "null", "empty")
+            quoted = nothing if nothing == '""' else f'"{nothing}"'
+            draft.place(draw, "depends_on", nothing, f"depends_on={quoted}")
 
     def render_json(self, body: dict[str, Any]) -> tuple[str, int]:
         """The body as JSON, perhaps with a repair that costs one warning."""

@@ -23,10 +23,15 @@ def test_quick_parser_bench_reports_every_figure(
         assert figures["ours_mb_s"] > 0
         assert figures["stdlib_mb_s"] > 0
         assert figures["ratio"] > 0
+        assert figures["stdlib_json_mb_s"] > 0
+        assert figures["ratio_json"] > 0
         assert isinstance(figures["meets_goal"], bool)
     latency = result["dispatch_latency_us"]
     assert latency["samples"] > 0
     assert 0 <= latency["p50"] <= latency["p99"]
+    assert isinstance(latency["meets_goal"], bool)
+    assert result["goal_ratio"] == 1.0
+    assert result["min_ratio_json"] == min(c["ratio_json"] for c in result["chunks"].values())
     assert "ratio" in capsys.readouterr().out
 
 
