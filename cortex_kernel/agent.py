@@ -2,7 +2,8 @@
 
 The CLI (``cortex-kernel run``), the Jupyter kernel and the ``%%agent``
 magic (and the tests) build their sessions here: :func:`build_session`
-resolves the model, and injects the executors, the protocol prompt and the
+resolves the model, loads the agent's manifest (or takes the default agent),
+and injects the executors, the manifest's tools, the protocol prompt and the
 model resolver into the runtime through its ports
 (:mod:`cortex_kernel.runtime.ports`). Nothing else constructs executors or
 picks a prompt.
@@ -10,15 +11,23 @@ picks a prompt.
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError
-from .executors import DEFAULT_INTERNAL_ACTIONS, default_executors
+from .executors import INTERNAL_ACTIONS, default_executors
+from .executors.approval import Approver
+from .executors.unavailable import NotAvailable
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
+from .manifest import AgentManifest, default_agent, load_manifest
 from .model_options import ModelOptions
+from .protocol.models import ActionType
+from .runtime.limits import Limits
 from .runtime.ports import Model, protocol_named
 from .runtime.session import Session
+from .toolset import build_tools
 
 __all__ = ["build_session", "resolve"]
 
@@ -45,9 +54,12 @@ def _resolve_named(name: str) -> Model:
 
 def build_session(
     model: str | Model | None = None,
-    manifest: str | None = None,
+    manifest: str | Path | None = None,
     protocol: str | None = None,
     options: ModelOptions | None = None,
+    *,
+    agent: str | None = None,
+    approver: Approver | None = None,
     **kw: Any,
 ) -> Session:
     """Compose a session.
@@ -57,13 +69,19 @@ def build_session(
     model
         ``replay:PATH[?tps=N]``, a litellm model string, a :class:`Model`
         (shared between sessions, as the eval does), or ``None`` for the
-        default (see :func:`cortex_kernel.llm.resolve_model`).
+        manifest's model or the default (see :func:`cortex_kernel.llm.resolve_model`).
     manifest
-        An agent manifest; not supported by this runtime yet (``ConfigError``).
+        An agent manifest (YAML or TOML); ``None`` for the built-in default agent.
     protocol
-        ``"xml"`` (default) or ``"tools"``; ``options.protocol`` when not given.
+        ``"xml"`` (default) or ``"tools"``; ``options.protocol`` when not given,
+        then the manifest's.
     options
-        Model options (:class:`~cortex_kernel.model_options.ModelOptions`).
+        Model options (:class:`~cortex_kernel.model_options.ModelOptions`); each
+        one set here wins over the manifest's ``model:`` table.
+    agent
+        Which agent of a manifest that defines several (default: its ``default``).
+    approver
+        Decides on tools marked ``confirm: true`` (``None``: such calls are refused).
     **kw
         Passed to :class:`Session` (``namespace``, ``transcript_dir``,
         ``limits``, ``tools``; ``prompt`` or ``executors`` to replace ours).
@@ -71,18 +89,60 @@ def build_session(
     Raises
     ------
     ConfigError
-        A bad model string or protocol, or a manifest.
+        A bad model string, protocol or manifest (the message names the file and field).
     """
     if manifest is not None:
-        raise ConfigError(
-            f"cannot load manifest {manifest!r}: manifests are not supported by this "
-            "version yet; run without --manifest"
-        )
+        loaded = load_manifest(manifest)
+        spec = loaded.agent(agent)
+        source = str(loaded.path)
+        base = loaded.path.parent if loaded.path is not None else Path.cwd()
+    else:
+        if agent is not None:
+            raise ConfigError(
+                f"no agent named '{agent}': there is no manifest; load one with --manifest "
+                "(or %manifest) to choose among its agents"
+            )
+        spec, source, base = default_agent(), "the default agent", Path.cwd()
     if protocol is None and options is not None:
         protocol = options.protocol
+    if protocol is None:
+        protocol = spec.model.protocol or spec.protocol
     chosen = protocol_named(protocol)
     kw.setdefault("prompt", ProtocolPrompt())
     kw.setdefault("executors", default_executors())
-    kw.setdefault("allowed_internal", DEFAULT_INTERNAL_ACTIONS)
+    kw.setdefault("allowed_internal", frozenset(spec.internal_actions) & INTERNAL_ACTIONS)
     kw.setdefault("resolve_model", _resolve_named)
-    return Session(resolve(model, chosen, options), protocol=chosen, **kw)
+    kw.setdefault("limits", Limits(**spec.limits.model_dump(exclude_none=True)))
+    merged = spec.model.options().merged(options)
+    chosen_model = model if model is not None else spec.model.name
+    session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
+    _configure(session, spec, source, base, kw.get("namespace"))
+    session.approver = approver
+    return session
+
+
+def _configure(
+    session: Session, spec: AgentManifest, source: str, base: Path, namespace: Any
+) -> None:
+    """The manifest's part of the session: name, instructions, tools, declared-only types."""
+    session.agent_name = spec.name
+    session.instructions = spec.instructions
+    build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
+    declared = {
+        ActionType.AGENT: ("sub-agents", [a.name for a in spec.sub_agents]),
+        ActionType.RELIC: ("relics", [r.name for r in spec.relics]),
+        ActionType.WORKFLOW: ("workflows", [w.name for w in spec.workflows]),
+    }
+    for action_type, (what, names) in declared.items():
+        if names:
+            session.executors[action_type] = NotAvailable(
+                f"{action_type.value} actions are not available in this version yet: "
+                f"{source} declares {what} ({', '.join(names)}), but running them comes later"
+            )
+    if spec.context_feeds:
+        warnings.warn(
+            f"{source} declares context feeds ({', '.join(f.id for f in spec.context_feeds)}); "
+            "context feeds are not available in this version yet, so the agent runs without them",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("message")
     run.add_argument("--model", help="litellm model string or replay:PATH[?tps=N]")
     run.add_argument("--manifest", help="agent manifest (YAML or TOML)")
+    run.add_argument("--agent", help="which agent of a manifest that defines several")
+    run.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve every tool call marked confirm: true (refused without it)",
+    )
     run.add_argument("--transcript", help="write the run's JSONL transcript here")
     add_model_arguments(run)
 
@@ -149,6 +155,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             manifest=args.manifest,
             transcript=args.transcript,
             options=options,
+            agent=args.agent,
+            yes=args.yes,
         )
     if args.command == "eval":
         from .evaluation import run_eval

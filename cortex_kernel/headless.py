@@ -31,6 +31,8 @@ def run_headless(
     transcript: str | None = None,
     protocol: str | None = None,
     options: ModelOptions | None = None,
+    agent: str | None = None,
+    yes: bool = False,
     out: IO[str] | None = None,
     drain_timeout: float = 10.0,
     **session_options: Any,
@@ -41,8 +43,10 @@ def run_headless(
     ----------
     message
         The user's message.
-    model, manifest, protocol, options
+    model, manifest, protocol, options, agent
         As for :func:`cortex_kernel.agent.build_session`.
+    yes
+        Approve every tool call marked ``confirm: true`` (without it they are refused).
     transcript
         Copy the run's JSONL transcript here.
     out
@@ -73,6 +77,7 @@ def run_headless(
 
     async def main() -> int:
         from .agent import build_session
+        from .executors.approval import ApproveAll
 
         try:
             session = build_session(
@@ -80,6 +85,8 @@ def run_headless(
                 manifest=manifest,
                 protocol=protocol,
                 options=options,
+                agent=agent,
+                approver=ApproveAll() if yes else None,
                 **session_options,
             )
         except CortexError as exc:

@@ -19,6 +19,7 @@ const ICONS = {
   failed: "✗",
   skipped: "↷",
   cancelled: "⊘",
+  "awaiting approval": "⏸",
 };
 
 function emptyDoc() {
@@ -213,9 +214,39 @@ function elapsedOf(node, store) {
   return Math.max(0, end - node.t0);
 }
 
+// A tool marked confirm: true waits for the user: its exact parameters and
+// Approve / Deny buttons, whose click goes to the kernel as a custom message.
+function renderApproval(node, store) {
+  const box = document.createElement("div");
+  box.className = "cortex-approval";
+  const params = document.createElement("pre");
+  params.className = "cortex-approval-params";
+  params.textContent = node.approval.parameters || "{}";
+  box.appendChild(params);
+  if (node.approval.decision) {
+    const done = document.createElement("div");
+    done.className = "cortex-approval-decision";
+    done.textContent = node.approval.decision;
+    box.appendChild(done);
+    return box;
+  }
+  if (node.state !== "awaiting approval") return box;
+  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+    const button = document.createElement("button");
+    button.className = `cortex-approval-${label.toLowerCase()}`;
+    button.textContent = label;
+    button.addEventListener("click", () => {
+      for (const b of box.querySelectorAll("button")) b.disabled = true;
+      if (store.model) store.model.send({ type: "approval", id: node.id, approved });
+    });
+    box.appendChild(button);
+  }
+  return box;
+}
+
 function renderNode(node, children, store, depth) {
   const li = document.createElement("li");
-  li.className = `cortex-node cortex-${node.state}`;
+  li.className = `cortex-node cortex-${String(node.state).replace(/\s+/g, "-")}`;
   li.dataset.id = node.id;
   li.dataset.state = node.state;
   const row = document.createElement("div");
@@ -254,6 +285,7 @@ function renderNode(node, children, store, depth) {
     tb.append(summary, pre);
     li.appendChild(tb);
   }
+  if (node.approval) li.appendChild(renderApproval(node, store));
   const kids = children.get(node.id) || [];
   if (kids.length) {
     const ul = document.createElement("ul");
@@ -379,6 +411,7 @@ export default {
 
   render({ model, el }) {
     const store = storeFor(model);
+    store.model = model;  // the approval buttons send through it
     if (!store.doc) loadSnapshot(store, model.get("snapshot"));
     const ui = { thoughtOpen: new Map() };
     const redraw = () => draw(el, store, ui);

@@ -1,12 +1,23 @@
-"""``tool`` actions: call a registered Python callable with the body's parameters."""
+"""``tool`` actions: call a registered tool with the body's parameters.
+
+Parameters are validated against the tool's schema before anything runs (a
+bad one fails the action with a message naming the parameter, which goes
+back to the model). A tool marked ``confirm: true`` then waits for the
+context's approver (see :mod:`.approval`); with none, the call is refused.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
+from ..exceptions import ToolError
 from ..protocol.models import Action
 from ..runtime.ports import ExecutionContext, Executor
 from ..runtime.tools import unknown_tool_message
+from ..runtime.run_events import ApprovalDecided, ApprovalRequested
+from .approval import ApprovalRequest, Approver
 
 __all__ = ["ToolExecutor"]
 
@@ -24,7 +35,55 @@ class ToolExecutor(Executor):
         return None
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
-        """Call the tool; its exceptions fail the action."""
+        """Validate, ask for approval when the tool needs it, then call the tool."""
         tool = context.tools.get(str(body.get("name", action.name)))
         parameters = body.get("parameters")
-        return await tool.call(parameters if isinstance(parameters, dict) else {})
+        arguments = tool.validate(parameters if isinstance(parameters, dict) else {})
+        if tool.confirm:
+            await self._approve(action, tool.name, tool.kind, arguments, context)
+        if tool.kind == "python" and tool.timeout is not None:
+            try:
+                with anyio.fail_after(tool.timeout):
+                    return await tool.invoke(arguments)
+            except TimeoutError:
+                raise ToolError(f"tool '{tool.name}' timed out after {tool.timeout:g} s") from None
+        return await tool.invoke(arguments)
+
+    async def _approve(
+        self,
+        action: Action,
+        name: str,
+        kind: str,
+        arguments: dict[str, Any],
+        context: ExecutionContext,
+    ) -> None:
+        approver: Approver | None = context.extra.get("approver")
+        action_id = action.id or "?"
+        if approver is None:
+            raise ToolError(
+                f"tool '{name}' needs a human's approval (confirm: true) and nobody can "
+                "approve here; a headless run approves every such call only with --yes"
+            )
+        shown = {key: _plain(value) for key, value in arguments.items()}
+        context.emit(
+            ApprovalRequested(t=context.clock(), id=action_id, tool=name, parameters=shown)
+        )
+        approved = await approver(ApprovalRequest(action_id, name, kind, shown))
+        context.emit(
+            ApprovalDecided(
+                t=context.clock(), id=action_id, tool=name, approved=approved, by=approver.by
+            )
+        )
+        if not approved:
+            raise ToolError(f"the user denied the call to tool '{name}'")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data (what the approver and the transcript show)."""
+    import json
+
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value

@@ -103,8 +103,11 @@ def _manifest(line: str) -> None:
     runner = runner_for(_shell())
     path = line.strip()
     if path:
-        runner.set_manifest(path)
-        print(f"manifest: {path} (a new conversation starts with the next cell)")
+        names = runner.set_manifest(path)
+        print(
+            f"manifest: {path}, agents: {', '.join(names)} "
+            "(a new conversation starts with the next cell)"
+        )
     else:
         print(f"manifest: {runner.manifest or '(none: the built-in default agent)'}")
 
@@ -116,13 +119,13 @@ def _agent_line(line: str, cell: str | None = None) -> None:
         print("%%agent must be the first line of a cell; run the cell itself.")
         return
     runner = runner_for(_shell())
-    if line.strip():
-        print(
-            "Agents are chosen from a manifest's sub-agents; manifests with agents are not "
-            "available in this version. The built-in default agent answers."
-        )
+    name = line.strip()
+    if name:
+        runner.set_agent(name)
+        print(f"agent: {name} (a new conversation starts with the next cell)")
     else:
-        print(f"agent: default (manifest: {runner.manifest or 'none'})")
+        session = runner.session
+        print(f"agent: {session.agent_name} (manifest: {runner.manifest or 'none'})")
 
 
 def _history(line: str) -> None:

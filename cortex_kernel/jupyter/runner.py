@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, RunFailed, RunInterrupted, RunLimitReached
 from ..model_options import ModelOptions, add_model_arguments, options_from_args
+from .approvals import ViewApprover
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
 from .viewstate import escape_math
@@ -84,7 +85,7 @@ class _Options(argparse.Namespace):
 
 _USAGE = (
     "Usage: %%agent [--model M] [--temperature T] [--max-tokens N] [--seed S] "
-    "[--api-base URL] [--protocol xml|tools] [--manifest P]"
+    "[--api-base URL] [--protocol xml|tools] [--manifest P] [--agent NAME]"
 )
 
 
@@ -127,18 +128,20 @@ class AgentRunner:
         self.model_options = ModelOptions()
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
+        self.agent: str | None = None  # which agent of the manifest (None: its default)
+        self.approver = ViewApprover()
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop the runs use
         self._session: Session | None = None
-        self._manifest_sessions: dict[str, Session] = {}
+        self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
         shell.events.register("pre_run_cell", self._pre_run_cell)
 
     def _pre_run_cell(self, info: Any) -> None:
         # The front end's cell id keys the conversation turn (re-run replaces it).
         self.current_cell_id = getattr(info, "cell_id", None)
 
-    def _build(self, model: str | None, manifest: str | None) -> Session:
+    def _build(self, model: str | None, manifest: str | None, agent: str | None = None) -> Session:
         from ..agent import build_session
 
         # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
@@ -149,6 +152,8 @@ class AgentRunner:
             options=self.model_options,
             namespace=self.shell.user_ns,
             read_notebook=self.read_notebook,
+            agent=agent,
+            approver=self.approver,
         )
 
     def _model(self, spec: str | None, options: ModelOptions) -> Model:
@@ -162,7 +167,7 @@ class AgentRunner:
     def session(self) -> Session:
         """The notebook's session (built on first use)."""
         if self._session is None:
-            self._session = self._build(self.model_spec, self.manifest)
+            self._session = self._build(self.model_spec, self.manifest, self.agent)
         return self._session
 
     def set_model(self, spec: str | None, options: ModelOptions | None = None) -> None:
@@ -200,9 +205,32 @@ class AgentRunner:
             if session is not None:
                 session.read_notebook = allowed
 
-    def set_manifest(self, path: str | None) -> None:
-        """Use another manifest: a new session (and a new history) from the next cell."""
+    def set_manifest(self, path: str | None) -> list[str]:
+        """Use another manifest: a new session (and a new history) from the next cell.
+
+        The file is checked now (a bad one raises :class:`ConfigError` and
+        changes nothing). Returns the names of its agents.
+        """
+        names: list[str] = []
+        if path is not None:
+            from ..manifest import load_manifest
+
+            names = load_manifest(path).names()
         self.manifest = path
+        self.agent = None
+        self._session = None
+        return names
+
+    def set_agent(self, name: str) -> None:
+        """Talk to the manifest's agent ``name`` from the next cell (a new conversation)."""
+        from ..manifest import load_manifest
+
+        if self.manifest is None:
+            raise ConfigError(
+                f"no agent named '{name}': no manifest is loaded; use %manifest PATH first"
+            )
+        load_manifest(self.manifest).agent(name)  # raises, listing the agents, if unknown
+        self.agent = name
         self._session = None
 
     def reset(self) -> None:
@@ -218,17 +246,19 @@ class AgentRunner:
                 await session.aclose()
 
     def _session_for(self, options: _Options) -> Session:
-        if options.agent:
+        manifest = options.manifest or self.manifest
+        agent = options.agent if options.agent else (None if options.manifest else self.agent)
+        if options.agent and manifest is None:
             raise ConfigError(
-                "%%agent --agent: agents are chosen from a manifest's sub-agents, "
-                "and manifests with agents are not available in this version."
+                f"%%agent --agent {options.agent}: no manifest is loaded; add "
+                "--manifest PATH or use %manifest PATH first"
             )
-        if options.manifest and options.manifest != self.manifest:
-            if options.manifest not in self._manifest_sessions:
-                self._manifest_sessions[options.manifest] = self._build(
-                    self.model_spec, options.manifest
-                )
-            return self._manifest_sessions[options.manifest]
+        if (manifest, agent) != (self.manifest, self.agent):
+            assert manifest is not None
+            key = (manifest, agent)
+            if key not in self._manifest_sessions:
+                self._manifest_sessions[key] = self._build(self.model_spec, manifest, agent)
+            return self._manifest_sessions[key]
         return self.session
 
     async def run(self, message: str, options_line: str = "") -> FinalAnswer | None:
@@ -262,7 +292,7 @@ class AgentRunner:
         text = interpolate(message, self.shell.user_ns)
         # Notebook functions marked with @cortex_kernel.tool are the agent's tools.
         session.tools.collect(self.shell.user_ns)
-        view = RunView()
+        view = RunView(on_approval=self.approver.decide)
         note = getattr(session.model, "note", None)
         if note and not options.model:
             # e.g. no provider key: the offline demo model answers, and says so.

@@ -33,6 +33,7 @@ import copy
 import json
 import time
 import uuid
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,12 @@ class RunView(anywidget.AnyWidget):
     view_id = traitlets.Unicode("").tag(sync=True)
     snapshot = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self, on_approval: Callable[[str, bool], object] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(view_id=uuid.uuid4().hex, **kwargs)
+        # Approve / Deny buttons: {"type": "approval", "id", "approved"} from the front end.
+        self.on_approval = on_approval
         self.state = RunState()
         self.messages_sent = 0
         self.bytes_sent = 0
@@ -184,6 +189,10 @@ class RunView(anywidget.AnyWidget):
         self.send(message)
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "approval":
+            if self.on_approval is not None and isinstance(content.get("id"), str):
+                self.on_approval(content["id"], content.get("approved") is True)
+            return
         if isinstance(content, dict) and content.get("type") == "sync":
             # Pending ops are already in the document: send them first so the
             # snapshot's seq covers them and nothing is applied twice.

@@ -29,6 +29,7 @@ for front ends without the widget (nbconvert, GitHub): :func:`render_text`,
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from typing import Any
@@ -53,6 +54,7 @@ STATE_ICONS: dict[str, str] = {
     "failed": "✗",
     "skipped": "↷",
     "cancelled": "⊘",
+    "awaiting approval": "⏸",
 }
 
 _PREVIEW_CHARS = 300
@@ -428,6 +430,20 @@ class RunState:
     def _on_action_cancelled(self, e: dict[str, Any]) -> None:
         self._op_node(e["id"], state="cancelled", t1=e["t"], error=e.get("reason", "cancelled"))
 
+    def _on_approval_requested(self, e: dict[str, Any]) -> None:
+        # The exact parameters, as the tool will get them, for the user to judge.
+        shown = json.dumps(e.get("parameters", {}), ensure_ascii=False, indent=1, default=str)
+        approval = {"tool": e.get("tool", ""), "parameters": _clip(shown, 2000), "decision": ""}
+        self._op_node(e["id"], state="awaiting approval", approval=approval)
+
+    def _on_approval_decided(self, e: dict[str, Any]) -> None:
+        node = self.doc["nodes"].get(e["id"], {})
+        approval = dict(node.get("approval") or {"tool": e.get("tool", ""), "parameters": ""})
+        verdict = "approved" if e.get("approved") else "denied"
+        approval["decision"] = f"{verdict} ({e.get('by', 'user')})"
+        state = "running" if e.get("approved") else node.get("state", "running")
+        self._op_node(e["id"], state=state, approval=approval)
+
     def _on_variable_bound(self, e: dict[str, Any]) -> None:
         entry = {"type": e.get("type_name", ""), "preview": _clip(e.get("preview", ""), 120)}
         self.doc["variables"][e["name"]] = entry
@@ -472,6 +488,8 @@ def render_text(doc: dict[str, Any]) -> str:
             line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}"
             if node.get("deps"):
                 line += f" <- {', '.join(node['deps'])}"
+            if (node.get("approval") or {}).get("decision"):
+                line += f" [{node['approval']['decision']}]"
             lines.append(line)
             walk(node["id"], depth + 1)
 
@@ -499,6 +517,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for node in tree.get(parent, []):
             icon = STATE_ICONS.get(node["state"], "?")
             item = f"{'  ' * depth}- {icon} `{_node_label(node)}` — {node['state']}"
+            if (node.get("approval") or {}).get("decision"):
+                item += f" [{node['approval']['decision']}]"
             if node.get("deps"):
                 item += f" (after {', '.join(node['deps'])})"
             detail = node.get("preview") or node.get("error")
@@ -546,6 +566,8 @@ def render_html(doc: dict[str, Any]) -> str:
         for node in children:
             icon = STATE_ICONS.get(node["state"], "?")
             line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
+            if (node.get("approval") or {}).get("decision"):
+                line += f" <b>[{esc(node['approval']['decision'])}]</b>"
             if node.get("deps"):
                 line += f" <small>after {esc(', '.join(node['deps']))}</small>"
             if node.get("t0") is not None and node.get("t1") is not None:

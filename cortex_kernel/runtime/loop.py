@@ -151,6 +151,10 @@ class RunContext:
         Internal actions the agent may use.
     resolve_model
         Makes the model an ``llm`` action names.
+    agent_name, instructions
+        What the system prompt calls the agent, and its standing instructions.
+    extra
+        Handed to executors as :attr:`ExecutionContext.extra` (the ``approver``).
     background
         Task group for ``fire_and_forget`` actions, which may outlive the run;
         ``None``: the run's own group takes them.
@@ -170,6 +174,9 @@ class RunContext:
     protocol: ProtocolName = "xml"
     allowed_internal: frozenset[str] = frozenset()
     resolve_model: ModelResolver | None = None
+    agent_name: str = "cortex"
+    instructions: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
     background: TaskGroup | None = None
     commit: Callable[[Run, RunResult], None] = _ignore
     track: Callable[[Scheduler], None] = _ignore
@@ -272,6 +279,7 @@ class Run:
                         clock=self.clock,
                         resolve_model=context.resolve_model,
                         allowed_internal=context.allowed_internal,
+                        extra=dict(context.extra),
                     ),
                 )
                 self.scheduler = Scheduler(
@@ -436,6 +444,8 @@ class Run:
     def _request(self, opening: list[Message]) -> CompletionRequest:
         run = self.context
         context = PromptContext(
+            agent_name=run.agent_name,
+            instructions=run.instructions,
             tools=run.tools.specs(),
             internal_actions=sorted(run.allowed_internal),
             protocol=run.protocol,

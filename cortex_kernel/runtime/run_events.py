@@ -26,6 +26,8 @@ __all__ = [
     "ActionStarted",
     "ActionSucceeded",
     "AnyEvent",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "FeedUpdated",
     "RunFinished",
     "RunStarted",
@@ -173,6 +175,25 @@ class ActionCancelled(RuntimeEventBase):
     reason: str = "cancelled"
 
 
+class ApprovalRequested(RuntimeEventBase):
+    """A tool marked ``confirm: true`` waits for a human; ``parameters`` are exactly what runs."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    id: str
+    tool: str
+    parameters: dict[str, Any] = {}
+
+
+class ApprovalDecided(RuntimeEventBase):
+    """A human (or ``--yes``) approved or denied a waiting tool call."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    id: str
+    tool: str
+    approved: bool
+    by: str = "user"  # "user" (the view's buttons) or "--yes"
+
+
 class VariableBound(RuntimeEventBase):
     """A variable got a value: an ``output_key`` result, an action id, or ``set_variable``."""
 
@@ -213,6 +234,8 @@ RuntimeEvent = Annotated[
     | ActionFailed
     | ActionSkipped
     | ActionCancelled
+    | ApprovalRequested
+    | ApprovalDecided
     | VariableBound
     | FeedUpdated
     | RunFinished,
@@ -229,6 +252,8 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "action_failed",
     "action_skipped",
     "action_cancelled",
+    "approval_requested",
+    "approval_decided",
     "variable_bound",
     "feed_updated",
     "run_finished",

@@ -100,6 +100,11 @@ class Session:
         self.allowed_internal = allowed_internal
         self.executors = dict(executors)
         self.resolve_model = resolve_model
+        #: Shown to the model as its name and standing instructions (from a manifest).
+        self.agent_name = "cortex"
+        self.instructions = ""
+        #: Decides on tool calls marked ``confirm: true`` (none: such calls are refused).
+        self.approver: Any = None
         self.last_result: RunResult | None = None
         self._runs: dict[str, list[Message]] = {}
         self._schedulers: list[Scheduler] = []
@@ -164,6 +169,9 @@ class Session:
             limits=self.limits.model_copy(),
             allowed_internal=self.allowed_internal,
             resolve_model=self.resolve_model,
+            agent_name=self.agent_name,
+            instructions=self.instructions,
+            extra={"approver": self.approver},
             background=await self._background_group(),
             commit=self._commit,
             track=self._track,

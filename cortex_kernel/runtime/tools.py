@@ -15,13 +15,14 @@ import difflib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError, create_model
 
-from ..exceptions import ToolError, UnknownActionError
+from ..exceptions import ConfigError, ToolError, UnknownActionError
+from .docstrings import parameter_descriptions, summary
 
 __all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "closest_names", "tool", "unknown_tool_message"]
 
@@ -48,6 +49,15 @@ class Tool:
     function: Callable[..., Any]
     parameters: dict[str, Any]
     _model: Any = None
+    #: ``python`` (a callable), ``command``, ``docker`` or ``builtin``.
+    kind: str = "python"
+    #: Where the tool was declared (``@tool`` in the notebook, or the manifest entry).
+    source: str = "@tool"
+    #: A human approves every call (``confirm: true`` in the manifest).
+    confirm: bool = False
+    #: Seconds per call, or ``None``.
+    timeout: float | None = None
+    labels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_async(self) -> bool:
@@ -65,16 +75,24 @@ class Tool:
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check and coerce ``arguments`` against the signature."""
         if self._model is None:
-            return dict(arguments)
+            return _validate_schema(self.name, self.parameters, arguments)
         try:
             validated = self._model.model_validate(arguments)
         except ValidationError as exc:
-            raise ToolError(f"bad parameters for tool '{self.name}': {exc}") from None
+            problems = []
+            for error in exc.errors(include_url=False):
+                where = ".".join(str(p) for p in error["loc"]) or "(all)"
+                problems.append(f"parameter '{where}': {error['msg']}")
+            message = f"bad parameters for tool '{self.name}': " + "; ".join(problems)
+            raise ToolError(message) from None
         return {key: getattr(validated, key) for key in type(validated).model_fields}
 
     async def call(self, arguments: dict[str, Any]) -> Any:
         """Validate ``arguments`` and run the tool."""
-        kwargs = self.validate(arguments)
+        return await self.invoke(self.validate(arguments))
+
+    async def invoke(self, kwargs: dict[str, Any]) -> Any:
+        """Run the tool with already validated arguments."""
         if self.is_async:
             return await self.function(**kwargs)
         # abandon_on_cancel: an interrupted run must not wait for a slow thread.
@@ -108,7 +126,37 @@ def _schema_for(function: Callable[..., Any], name: str) -> tuple[dict[str, Any]
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict):
             prop.pop("title", None)
+    for param_name, text in parameter_descriptions(inspect.getdoc(function)).items():
+        described = schema.get("properties", {}).get(param_name)
+        if isinstance(described, dict) and "description" not in described:
+            described["description"] = text
     return schema, model
+
+
+def _validate_schema(
+    name: str, schema: dict[str, Any], arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """Check ``arguments`` against a JSON Schema (tools declared by a manifest)."""
+    import jsonschema  # type: ignore[import-untyped]
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+    if not errors:
+        return dict(arguments)
+    problems = []
+    for error in errors[:5]:
+        path = list(error.path)
+        if not path and error.validator == "required":
+            missing = [p for p in error.validator_value if p not in arguments]
+            path = missing[:1]
+        where = ".".join(str(p) for p in path) or "(all)"
+        problems.append(f"parameter '{where}': {error.message}")
+    raise ToolError(f"bad parameters for tool '{name}': " + "; ".join(problems))
+
+
+def schema_model(function: Callable[..., Any], name: str) -> tuple[dict[str, Any], Any]:
+    """The JSON schema of ``function``'s parameters and the pydantic model that checks them."""
+    return _schema_for(function, name)
 
 
 def tool(
@@ -207,7 +255,7 @@ class ToolRegistry:
 
         def add(fn: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = str(name or getattr(fn, "__name__", "tool"))
-            doc = description if description is not None else inspect.getdoc(fn) or ""
+            doc = description if description is not None else summary(inspect.getdoc(fn))
             parameters, model = _schema_for(fn, tool_name)
             self._tools[tool_name] = Tool(tool_name, doc.strip(), fn, parameters, model)
             return fn
@@ -229,6 +277,13 @@ class ToolRegistry:
             if isinstance(mark, dict):
                 tool_name = str(mark.get("name") or getattr(value, "__name__", "tool"))
                 found[tool_name] = value
+        for tool_name in found:
+            current = self._tools.get(tool_name)
+            if current is not None and current.source != "@tool":
+                raise ConfigError(
+                    f"the notebook function '{tool_name}' (@tool) has the same name as the "
+                    f"{current.kind} tool '{tool_name}' from {current.source}; rename one of them"
+                )
         for stale in self._collected - found.keys():
             self._tools.pop(stale, None)
         for tool_name, fn in found.items():
@@ -238,6 +293,22 @@ class ToolRegistry:
                 self.register(fn, name=tool_name, description=description)
         self._collected = set(found)
         return sorted(found)
+
+    def add(self, new: Tool) -> None:
+        """Add a declared tool (from a manifest); a second tool of that name is an error.
+
+        Raises
+        ------
+        ConfigError
+            Naming both declarations.
+        """
+        current = self._tools.get(new.name)
+        if current is not None:
+            raise ConfigError(
+                f"two tools are called '{new.name}': the {current.kind} tool from "
+                f"{current.source} and the {new.kind} tool from {new.source}; rename one of them"
+            )
+        self._tools[new.name] = new
 
     def unregister(self, name: str) -> None:
         """Remove a tool (no error when absent)."""

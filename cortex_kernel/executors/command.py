@@ -1,0 +1,194 @@
+"""Command tools: a subprocess per call, in its own session, killed as a group.
+
+Parameters go to the process as one JSON object on stdin, or as arguments
+built from the manifest's ``args`` templates (``"{path}"`` becomes the value
+of ``path``, one argument each, never through a shell). Stdout is parsed as
+JSON when it is JSON, else kept as text; stderr is kept (its tail is in the
+error of a failed call). The process starts a new session, so a timeout, a
+cancelled run or an interrupted cell kills the whole process group — the
+tool's children included — and waits for it before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from ..exceptions import ToolError
+
+__all__ = ["CommandResult", "decode_output", "render_args", "run_command", "tail"]
+
+
+@dataclass
+class CommandResult:
+    """What a finished process gave back."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    truncated: bool = False
+
+
+def decode_output(data: bytes) -> Any:
+    """Stdout as JSON when it is JSON, else as text (one trailing newline dropped)."""
+    text = data.decode("utf-8", errors="replace")
+    stripped = text.strip()
+    looks_json = stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null")
+    if looks_json or _number(stripped):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return bool(text)
+
+
+def tail(data: bytes, lines: int = 20, chars: int = 2000) -> str:
+    """The last lines of ``data`` as text, for an error message."""
+    text = data.decode("utf-8", errors="replace").rstrip()
+    kept = "\n".join(text.splitlines()[-lines:])
+    return kept[-chars:]
+
+
+def render_args(templates: Sequence[str], parameters: Mapping[str, Any]) -> list[str]:
+    """Build argv items from ``{name}`` templates; a missing name is an error."""
+    out = []
+    for template in templates:
+        values = {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in parameters.items()
+        }
+        try:
+            out.append(template.format_map(values))
+        except KeyError as exc:
+            raise ToolError(
+                f"argument template {template!r} names parameter {exc.args[0]!r}, "
+                "which the call did not give"
+            ) from None
+        except (ValueError, IndexError) as exc:
+            raise ToolError(f"bad argument template {template!r}: {exc}") from None
+    return out
+
+
+def _kill_group(process: Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def _read(stream: ByteReceiveStream | None, into: bytearray, limit: int) -> bool:
+    """Read ``stream`` to its end; keep at most ``limit`` bytes. Returns whether it was cut."""
+    cut = False
+    if stream is None:
+        return cut
+    async for chunk in stream:
+        room = limit - len(into)
+        if room > 0:
+            into += chunk[:room]
+        if len(chunk) > room:
+            cut = True
+    return cut
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    time_limit: float | None = None,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output: int = 10_000_000,
+    name: str = "command",
+) -> CommandResult:
+    """Run ``argv`` to completion in a new session.
+
+    Parameters
+    ----------
+    argv
+        The program and its arguments (no shell).
+    stdin
+        Bytes written to the process's stdin, which is then closed.
+    time_limit
+        Seconds; past it the process group is killed and :class:`ToolError` raised.
+    cwd, env
+        Working directory; extra environment variables (on top of ours).
+    max_output
+        Bytes of stdout (and of stderr) kept; the rest is read and dropped.
+    name
+        The tool's name, for messages.
+
+    Raises
+    ------
+    ToolError
+        The program cannot start, or it ran past ``time_limit``.
+    """
+    environment = {**os.environ, **(env or {})}
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"tool '{name}': cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    out, err = bytearray(), bytearray()
+    cut = [False, False]
+    try:
+        with anyio.fail_after(time_limit):
+            async with anyio.create_task_group() as group:
+
+                async def read_out() -> None:
+                    cut[0] = await _read(process.stdout, out, max_output)
+
+                async def read_err() -> None:
+                    cut[1] = await _read(process.stderr, err, max_output)
+
+                group.start_soon(read_out)
+                group.start_soon(read_err)
+                if process.stdin is not None:
+                    try:
+                        if stdin:
+                            await process.stdin.send(stdin)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        pass  # the program exited without reading its input
+                    finally:
+                        await process.stdin.aclose()
+            returncode = await process.wait()
+    except TimeoutError:
+        raise ToolError(
+            f"tool '{name}' timed out after {time_limit:g} s; its process group was killed"
+        ) from None
+    finally:
+        # Normal exit, timeout or cancellation: no child of the tool survives the call.
+        _kill_group(process)
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+            await process.aclose()
+    return CommandResult(returncode, bytes(out), bytes(err), truncated=cut[0] or cut[1])
+
+
+def command_failed(name: str, result: CommandResult) -> ToolError:
+    """The error for a non-zero exit, with the tail of stderr."""
+    code = result.returncode
+    why = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    text = tail(result.stderr) or tail(result.stdout) or "(no output)"
+    return ToolError(f"tool '{name}' {why}; stderr (last lines):\n{text}")

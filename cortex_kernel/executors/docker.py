@@ -1,0 +1,245 @@
+"""Docker tools: one hardened, short-lived container per call (the ``docker`` SDK).
+
+Defaults (each may be loosened only by the tool's manifest entry):
+no network (``network_mode="none"``), a read-only root filesystem with a
+small ``/tmp`` tmpfs, every capability dropped, ``no-new-privileges``,
+memory (swap included), CPU and pids limits, an unprivileged user, and the
+label ``cortex-kernel=tool`` so our containers can be found. The parameters
+go in as JSON on stdin; stdout is the result (JSON when it is JSON).
+
+The SDK is blocking, so each call runs in a worker thread. Whatever ends the
+call — exit, timeout, a cancelled run, an interrupted cell — the container
+is killed and removed in a shielded ``finally`` before the call returns.
+``DOCKER_HOST`` (or the manifest's ``executors.docker.host``) selects the
+engine, local or remote, as the Docker CLI does.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ..exceptions import ToolError
+from .command import CommandResult
+
+__all__ = ["LABEL", "ContainerSpec", "docker_client", "run_container"]
+
+#: Label on every container we start (value: ``tool``), used to find strays.
+LABEL = "cortex-kernel"
+
+
+@dataclass
+class ContainerSpec:
+    """How to run one container.
+
+    Attributes
+    ----------
+    image, command
+        What to run.
+    memory, cpus, pids
+        Limits (``memory`` in Docker's notation: ``256m``).
+    user
+        ``uid:gid`` inside the container.
+    network
+        Give it the default bridge network (else none).
+    workspace, workspace_mode
+        A host directory mounted at ``/workspace`` (``ro`` or ``rw``), or ``None``.
+    tmpfs_size
+        Size of the writable ``/tmp``.
+    env, labels
+        Extra environment and labels.
+    """
+
+    image: str
+    command: Sequence[str]
+    memory: str = "256m"
+    cpus: float = 1.0
+    pids: int = 64
+    user: str = "65534:65534"
+    network: bool = False
+    workspace: str | None = None
+    workspace_mode: str = "ro"
+    tmpfs_size: str = "16m"
+    env: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def create_options(self, api: Any) -> dict[str, Any]:
+        """Keyword arguments for the low-level ``create_container`` of ``api``."""
+        binds = {}
+        if self.workspace:
+            binds[os.path.abspath(self.workspace)] = {
+                "bind": "/workspace",
+                "mode": self.workspace_mode,
+            }
+        host_config = api.create_host_config(
+            network_mode="bridge" if self.network else "none",
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmpfs_size},mode=1777"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=self.memory,
+            memswap_limit=self.memory,
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=self.pids,
+            binds=binds or None,
+        )
+        return {
+            "image": self.image,
+            "command": list(self.command),
+            "stdin_open": True,
+            "user": self.user,
+            "environment": dict(self.env),
+            "labels": {LABEL: "tool", **self.labels},
+            "working_dir": "/workspace" if self.workspace else "/tmp",
+            "network_disabled": not self.network,
+            "host_config": host_config,
+        }
+
+
+def _engine_address(host: str | None) -> str:
+    return host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def docker_client(host: str | None = None) -> Any:
+    """A client for the engine at ``host`` (default: ``DOCKER_HOST`` or the local socket).
+
+    Raises
+    ------
+    ToolError
+        When no engine answers, naming the address and how to start one.
+    """
+    import docker
+    import docker.errors
+
+    address = _engine_address(host)
+    try:
+        client = (
+            docker.DockerClient(base_url=address, timeout=30)
+            if host
+            else docker.from_env(timeout=30)
+        )
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:
+        raise ToolError(
+            f"no Docker engine answers at {address} ({type(exc).__name__}); start one "
+            "(`sudo systemctl start docker`, or Docker Desktop) or point DOCKER_HOST at a "
+            "running engine"
+        ) from None
+    return client
+
+
+def _remove(container: Any) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise
+
+
+@dataclass
+class ContainerRun:
+    """A finished container call, with the moments of interest (for benchmarks)."""
+
+    result: CommandResult
+    oom_killed: bool
+    started: float
+    created: float
+
+
+async def run_container(
+    spec: ContainerSpec,
+    *,
+    stdin: bytes = b"",
+    time_limit: float | None = None,
+    host: str | None = None,
+    name: str = "docker",
+    max_output: int = 10_000_000,
+) -> ContainerRun:
+    """Run ``spec`` to completion; the container is always removed.
+
+    Raises
+    ------
+    ToolError
+        No engine, a missing image, or a call past ``time_limit``.
+    """
+    import docker.errors
+
+    client = await anyio.to_thread.run_sync(docker_client, host)
+    container: Any = None
+    t0 = time.perf_counter()
+    try:
+        try:
+            created_id = await anyio.to_thread.run_sync(
+                lambda: client.api.create_container(**spec.create_options(client.api))["Id"]
+            )
+            container = client.containers.get(created_id)
+        except docker.errors.ImageNotFound:
+            raise ToolError(
+                f"tool '{name}': image {spec.image!r} is not on the Docker engine at "
+                f"{_engine_address(host)}; build or pull it first"
+            ) from None
+        created = time.perf_counter() - t0
+        with anyio.fail_after(time_limit):
+            # Attach stdin before start so no input is lost; stdin_once closes it after.
+            stream = await anyio.to_thread.run_sync(
+                lambda: client.api.attach_socket(
+                    container.id, params={"stdin": 1, "stdout": 0, "stderr": 0, "stream": 1}
+                )
+            )
+            await anyio.to_thread.run_sync(container.start, abandon_on_cancel=True)
+            started = time.perf_counter() - t0
+            await anyio.to_thread.run_sync(_finish_stdin, stream, stdin, abandon_on_cancel=True)
+            status = await anyio.to_thread.run_sync(container.wait, abandon_on_cancel=True)
+        out = await anyio.to_thread.run_sync(lambda: container.logs(stdout=True, stderr=False))
+        err = await anyio.to_thread.run_sync(lambda: container.logs(stdout=False, stderr=True))
+        await anyio.to_thread.run_sync(container.reload)
+        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+    except TimeoutError:
+        raise ToolError(
+            f"tool '{name}' timed out after {time_limit:g} s; its container was killed and removed"
+        ) from None
+    except docker.errors.DockerException as exc:
+        raise ToolError(f"tool '{name}': the Docker engine failed: {exc}") from None
+    finally:
+        if container is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_remove, container)
+    code = int(status.get("StatusCode", -1))
+    result = CommandResult(
+        code,
+        out[:max_output],
+        err[:max_output],
+        truncated=len(out) > max_output or len(err) > max_output,
+    )
+    return ContainerRun(result, oom, started, created)
+
+
+def _finish_stdin(stream: Any, data: bytes) -> None:
+    raw = getattr(stream, "_sock", stream)
+    try:
+        if data:
+            raw.sendall(data)
+        raw.shutdown(socket.SHUT_WR)
+    finally:
+        raw.close()
+
+
+def remove_labelled(host: str | None = None) -> int:
+    """Force-remove every container carrying our label (e.g. after a crash). Returns how many."""
+    client = docker_client(host)
+    count = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        _remove(container)
+        count += 1
+    return count

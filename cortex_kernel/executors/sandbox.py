@@ -1,0 +1,96 @@
+"""The ``python`` and ``shell`` built-ins: code in a subprocess or a container.
+
+In a subprocess the code runs under a small launcher that sets an address
+space limit (``RLIMIT_AS``) and then ``exec``s the interpreter, so a memory
+hog fails inside its own process; the process group is killed at the
+timeout (see :mod:`.command`). In a container the hardened defaults of
+:mod:`.docker` apply, with the sandbox image built locally. Either way the
+code never touches the kernel's namespace (``in_kernel: true`` is handled by
+the caller, on purpose, and only when the manifest asks for it).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Literal
+
+from ..exceptions import ToolError
+from .command import command_failed, decode_output, run_command
+from .docker import ContainerSpec, docker_client, run_container
+
+__all__ = ["memory_bytes", "run_code"]
+
+_LAUNCHER = (
+    "import os, resource, sys\n"
+    "limit = int(sys.argv[1])\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def memory_bytes(text: str) -> int:
+    """``"512m"`` as bytes (Docker's notation)."""
+    unit = text[-1].lower()
+    if unit in _UNITS:
+        return int(text[:-1]) * _UNITS[unit]
+    return int(text)
+
+
+def _argv(language: Literal["python", "shell"], code: str, python: str) -> list[str]:
+    if language == "python":
+        return [python, "-c", code]
+    return ["sh", "-c", code]
+
+
+async def run_code(
+    language: Literal["python", "shell"],
+    code: str,
+    *,
+    sandbox: Literal["subprocess", "docker"] = "subprocess",
+    time_limit: float = 30.0,
+    memory: str = "512m",
+    image: str | None = None,
+    network: bool = False,
+    host: str | None = None,
+    cwd: str | None = None,
+) -> Any:
+    """Run ``code``; return its stdout (JSON when it is JSON).
+
+    Raises
+    ------
+    ToolError
+        A non-zero exit (with the tail of stderr), the timeout, memory
+        exhausted in a container, or no Docker engine.
+    """
+    name = language
+    if sandbox == "subprocess":
+        launcher = [sys.executable, "-c", _LAUNCHER, str(memory_bytes(memory))]
+        result = await run_command(
+            [*launcher, *_argv(language, code, sys.executable)],
+            time_limit=time_limit,
+            cwd=cwd,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            name=name,
+        )
+    else:
+        if image is None:
+            import anyio.to_thread
+
+            from .images import ensure_sandbox_image
+
+            client = await anyio.to_thread.run_sync(docker_client, host)
+            image = await anyio.to_thread.run_sync(ensure_sandbox_image, client)
+        run = await run_container(
+            ContainerSpec(image, _argv(language, code, "python3"), memory=memory, network=network),
+            time_limit=time_limit,
+            host=host,
+            name=name,
+        )
+        if run.oom_killed:
+            raise ToolError(f"tool '{name}' ran out of memory (limit {memory}) and was killed")
+        result = run.result
+    if result.returncode != 0:
+        raise command_failed(name, result)
+    return decode_output(result.stdout)

@@ -1,0 +1,604 @@
+"""Agent manifests: what an agent is and what it may do, in YAML or TOML.
+
+A manifest file holds one agent (its fields at the top level) or several
+(``agents: [...]`` plus an optional ``default:`` name). Every field is
+checked by pydantic with unknown keys refused, and a bad file gives one
+:class:`~cortex_kernel.exceptions.ConfigError` naming the file, the field
+(with its line for YAML, where the parser knows it) and what is allowed —
+never a traceback.
+
+Example (YAML)::
+
+    name: helper
+    model: {name: "openai/gpt-4o-mini", temperature: 0.2}
+    instructions: Answer briefly.
+    tools:
+      - {name: add, callable: "mypkg.tools:add"}
+      - name: count_lines
+        command: ["wc", "-l"]
+        timeout: 10
+      - name: fetch
+        docker: {image: "cortex-kernel-sandbox", command: ["python3", "/tool.py"]}
+        network: true
+        confirm: true
+    builtins:
+      shell: {enabled: true, sandbox: subprocess}
+      files: {workspace: ./work}
+
+The JSON Schema of this format ships as ``cortex_kernel/manifest.schema.json``
+(:func:`json_schema` regenerates it) so editors can validate and complete it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .exceptions import ConfigError
+from .model_options import ModelOptions
+
+__all__ = [
+    "SCHEMA_PATH",
+    "AgentManifest",
+    "Approvals",
+    "Builtins",
+    "CallableTool",
+    "CommandTool",
+    "DockerSettings",
+    "DockerTool",
+    "ExecutorSettings",
+    "FilesBuiltin",
+    "LimitsSpec",
+    "ManifestFile",
+    "ModelSpec",
+    "SandboxBuiltin",
+    "ToolSpec",
+    "default_agent",
+    "json_schema",
+    "load_manifest",
+    "validate_manifest",
+]
+
+#: The generated JSON Schema shipped with the package.
+SCHEMA_PATH = Path(__file__).with_name("manifest.schema.json")
+
+_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
+_MEMORY = r"^[0-9]+[bkmgBKMG]?$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(ModelOptions):
+    """The model and its options: the same options as ``%model`` and ``--model``.
+
+    Every field of :class:`~cortex_kernel.model_options.ModelOptions` is allowed
+    here under the same name; options given on the command line or in
+    ``%%agent`` win over these.
+    """
+
+    name: str | None = Field(
+        default=None, description="litellm model string or replay:PATH; none: the default"
+    )
+
+    def options(self) -> ModelOptions:
+        """The options alone (without the model's name)."""
+        return ModelOptions(**self.model_dump(exclude={"name"}))
+
+
+class LimitsSpec(_Strict):
+    """Per-run limits (any left out keeps the runtime's default)."""
+
+    max_turns: int | None = Field(default=None, ge=1)
+    max_actions: int | None = Field(default=None, ge=0)
+    max_parallel: int | None = Field(default=None, ge=1)
+    max_depth: int | None = Field(default=None, ge=0)
+    wall_time: float | None = Field(default=None, gt=0, description="seconds per run")
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, ge=0, description="dollars per run")
+    result_chars: int | None = Field(default=None, ge=1)
+
+
+class _ToolBase(_Strict):
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    confirm: bool = Field(default=False, description="ask a human before every call")
+    timeout: float | None = Field(default=None, gt=0, description="seconds per call")
+
+
+class CallableTool(_ToolBase):
+    """A Python function ``module:function``; its schema comes from its type hints."""
+
+    callable: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+class CommandTool(_ToolBase):
+    """A subprocess: parameters as JSON on stdin, or as arguments from ``args``.
+
+    ``args`` items are templates: ``{name}`` is replaced by the parameter's
+    value (as one argument, never through a shell).
+    """
+
+    command: list[str] = Field(min_length=1)
+    args: list[str] | None = None
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the parameters",
+    )
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class DockerSpec(_Strict):
+    """Image and command of a Docker tool, and what it may reach."""
+
+    image: str = Field(min_length=1)
+    command: list[str] = Field(min_length=1)
+    memory: str = Field(default="256m", pattern=_MEMORY)
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=64, ge=8)
+    user: str = "65534:65534"
+    tmpfs_size: str = Field(default="16m", pattern=_MEMORY)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class DockerTool(_ToolBase):
+    """A command in a hardened container (no network, read-only, no capabilities…)."""
+
+    docker: DockerSpec
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the parameters",
+    )
+    network: bool = Field(default=False, description="give the container a network")
+    workspace: Literal["none", "ro", "rw"] = Field(
+        default="none", description="mount the workspace at /workspace"
+    )
+
+
+_TOOL_KINDS = ("callable", "command", "docker")
+
+
+def _tool_kind(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        kinds = [kind for kind in _TOOL_KINDS if kind in value]
+        return kinds[0] if len(kinds) == 1 else None
+    for kind, cls in (("callable", CallableTool), ("command", CommandTool), ("docker", DockerTool)):
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+ToolSpec = Annotated[
+    Annotated[CallableTool, Tag("callable")]
+    | Annotated[CommandTool, Tag("command")]
+    | Annotated[DockerTool, Tag("docker")],
+    Discriminator(
+        _tool_kind,
+        custom_error_type="tool_kind",
+        custom_error_message="a tool needs exactly one of 'callable' (module:function), "
+        "'command' (a list of strings) or 'docker' ({image, command})",
+    ),
+]
+
+
+class SandboxBuiltin(_Strict):
+    """The ``python`` or ``shell`` built-in tool: code run in a sandbox."""
+
+    enabled: bool = False
+    sandbox: Literal["subprocess", "docker"] = "subprocess"
+    in_kernel: bool = Field(
+        default=False, description="python only: run in the notebook's namespace"
+    )
+    timeout: float = Field(default=30.0, gt=0)
+    memory: str = Field(default="512m", pattern=_MEMORY)
+    image: str | None = Field(default=None, description="docker sandbox image (default: built)")
+    network: bool = False
+    confirm: bool | None = None
+
+
+class FilesBuiltin(_Strict):
+    """``read_file``, ``write_file`` and ``list_files`` inside ``workspace``."""
+
+    enabled: bool = True
+    workspace: str = "."
+    write: bool = True
+    max_bytes: int = Field(default=1_000_000, ge=1)
+
+
+class Builtins(_Strict):
+    """The built-in tools and whether each is on."""
+
+    python: SandboxBuiltin = SandboxBuiltin()
+    shell: SandboxBuiltin = SandboxBuiltin()
+    files: FilesBuiltin | None = None
+
+
+class Approvals(_Strict):
+    """Classes of tools that always need a human's approval."""
+
+    shell: bool = False
+    python: bool = False
+    write_file: bool = False
+    network: bool = Field(default=False, description="containers with a network")
+
+
+class DockerSettings(_Strict):
+    """Where the Docker engine is (default: ``DOCKER_HOST`` or the local socket)."""
+
+    host: str | None = None
+
+
+class ExecutorSettings(_Strict):
+    """Executor settings shared by the tools."""
+
+    workspace: str = Field(default=".", description="directory for files and mounts")
+    docker: DockerSettings = DockerSettings()
+    max_output_bytes: int = Field(default=10_000_000, ge=1)
+    preview_chars: int = Field(default=2000, ge=1)
+
+
+class SubAgent(_Strict):
+    """Another agent this one may call with an ``agent`` action."""
+
+    name: str = Field(pattern=_NAME)
+    manifest: str | None = Field(default=None, description="path; none: same file")
+    description: str = ""
+
+
+class RelicSpec(_Strict):
+    """A persistent service (``module:Class``, a server command, or a container)."""
+
+    name: str = Field(pattern=_NAME)
+    kind: Literal["python", "command", "docker", "sqlite"]
+    target: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkflowStep(_Strict):
+    """One step of a workflow: an action body with its type."""
+
+    id: str = Field(pattern=_NAME)
+    type: Literal["tool", "llm", "agent", "relic", "workflow"]
+    body: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class WorkflowSpec(_Strict):
+    """A named, parameterised DAG of steps."""
+
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    steps: list[WorkflowStep] = Field(min_length=1)
+
+
+class FeedSpec(_Strict):
+    """A context feed declared up front."""
+
+    id: str = Field(pattern=_NAME)
+    type: str
+    source: dict[str, Any] = Field(default_factory=dict)
+
+
+InternalAction = Literal[
+    "set_variable",
+    "delete_variable",
+    "list_variables",
+    "add_context_feed",
+    "remove_context_feed",
+    "update_context_feed",
+    "list_context_feeds",
+    "clear_context",
+]
+
+
+def _default_internal() -> list[InternalAction]:
+    return ["set_variable", "delete_variable", "list_variables"]
+
+
+class AgentManifest(_Strict):
+    """One agent: model, instructions, tools and what it may do.
+
+    Sub-agents, relics, workflows and context feeds are checked as data; the
+    runtime refuses to use them with a clear error until they are available.
+    """
+
+    name: str = Field(default="cortex", pattern=_NAME)
+    description: str = ""
+    model: ModelSpec = ModelSpec()
+    instructions: str = ""
+    protocol: Literal["xml", "tools"] = "xml"
+    tools: list[ToolSpec] = Field(default_factory=list)
+    builtins: Builtins = Builtins()
+    confirm: Approvals = Approvals()
+    sub_agents: list[SubAgent] = Field(default_factory=list)
+    relics: list[RelicSpec] = Field(default_factory=list)
+    workflows: list[WorkflowSpec] = Field(default_factory=list)
+    context_feeds: list[FeedSpec] = Field(default_factory=list)
+    internal_actions: list[InternalAction] = Field(default_factory=_default_internal)
+    limits: LimitsSpec = LimitsSpec()
+    executors: ExecutorSettings = ExecutorSettings()
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_string(cls, value: Any) -> Any:
+        # `model: openai/gpt-4o` is the common case; the mapping form adds options.
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unique_tools(self) -> AgentManifest:
+        seen: dict[str, int] = {}
+        for index, spec in enumerate(self.tools):
+            if spec.name in seen:
+                raise ValueError(
+                    f"tool name '{spec.name}' is used by tools[{seen[spec.name]}] and "
+                    f"tools[{index}]; tool names must be unique"
+                )
+            seen[spec.name] = index
+        return self
+
+
+class ManifestFile(_Strict):
+    """A file with several agents; ``default`` names the one used unless chosen."""
+
+    agents: list[AgentManifest] = Field(min_length=1)
+    default: str | None = None
+
+    @model_validator(mode="after")
+    def _names(self) -> ManifestFile:
+        names = [agent.name for agent in self.agents]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"agent names must be unique; repeated: {', '.join(duplicates)}")
+        if self.default is not None and self.default not in names:
+            raise ValueError(
+                f"default agent '{self.default}' is not defined; agents: {', '.join(names)}"
+            )
+        return self
+
+    @property
+    def path(self) -> Path | None:
+        """The file this was loaded from (set by :func:`load_manifest`)."""
+        return self.__dict__.get("_path")
+
+    def names(self) -> list[str]:
+        """The agents' names, in file order."""
+        return [agent.name for agent in self.agents]
+
+    def agent(self, name: str | None = None) -> AgentManifest:
+        """The agent called ``name`` (default: ``default`` or the first one).
+
+        Raises
+        ------
+        ConfigError
+            When no agent has that name; the message lists those that exist.
+        """
+        wanted = name or self.default
+        if wanted is None:
+            return self.agents[0]
+        for agent in self.agents:
+            if agent.name == wanted:
+                return agent
+        where = f" in {self.path}" if self.path else ""
+        raise ConfigError(f"no agent named '{wanted}'{where}; agents: {', '.join(self.names())}")
+
+
+def default_agent() -> AgentManifest:
+    """The built-in agent used when no manifest is given: no tools beyond ``@tool``."""
+    return AgentManifest()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a manifest file (one agent, or ``agents: [...]``)."""
+    single = AgentManifest.model_json_schema()
+    several = ManifestFile.model_json_schema()
+    definitions = {**single.pop("$defs", {}), **several.pop("$defs", {})}
+    definitions["AgentManifest"] = single
+    definitions["ManifestFile"] = several
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/cortex-kernel/cortex-kernel/manifest.schema.json",
+        "title": "cortex-kernel agent manifest",
+        "anyOf": [{"$ref": "#/$defs/AgentManifest"}, {"$ref": "#/$defs/ManifestFile"}],
+        "$defs": definitions,
+    }
+
+
+# -- loading ---------------------------------------------------------------------
+
+
+def _read(path: Path) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """The file's data and, for YAML, the line of every key and item."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read manifest {path}: {exc.strerror or exc}") from None
+    if path.suffix.lower() == ".toml":
+        try:
+            return tomllib.loads(text), {}
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(
+            f"{path}: unknown manifest format '{path.suffix}'; use .yaml, .yml, .toml or .json"
+        )
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}{where}: not valid YAML: {problem}") from None
+    lines: dict[tuple[str | int, ...], int] = {}
+    if node is not None:
+        _yaml_lines(node, (), lines)
+    return data, lines
+
+
+_Lines = dict[tuple[str | int, ...], int]
+
+
+def _yaml_lines(node: Any, at: tuple[str | int, ...], lines: _Lines) -> None:
+    import yaml
+
+    lines[at] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            here = (*at, str(key.value))
+            _yaml_lines(value, here, lines)
+            lines[here] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _yaml_lines(item, (*at, index), lines)
+
+
+def _field_path(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def _allowed(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The field names allowed at ``loc`` (pydantic's location, tags included)."""
+    kinds: dict[str, type[BaseModel]] = {
+        "callable": CallableTool,
+        "command": CommandTool,
+        "docker": DockerTool,
+    }
+    current: Any = model
+    for index, part in enumerate(loc):
+        if isinstance(part, int):
+            continue
+        if part in kinds and index >= 2 and loc[index - 2] == "tools":
+            current = kinds[part]
+            continue
+        info = current.model_fields.get(part)
+        if info is None:
+            break
+        current = _inner_model(info.annotation)
+        if current is None:
+            return []
+    return sorted(current.model_fields)
+
+
+def _inner_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _untagged(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """``loc`` without the tool-kind tags pydantic puts after ``tools[i]``."""
+    out: list[str | int] = []
+    for index, part in enumerate(loc):
+        after_tool = index >= 2 and loc[index - 2] == "tools" and isinstance(loc[index - 1], int)
+        if after_tool and part in _TOOL_KINDS:
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _describe(
+    path: Path,
+    error: Mapping[str, Any],
+    model: type[BaseModel],
+    lines: Mapping[tuple[str | int, ...], int],
+    prefix: tuple[str | int, ...],
+) -> str:
+    tagged = tuple(error["loc"])
+    loc = _untagged(tagged)
+    full = (*prefix, *loc)
+    line = None
+    for cut in range(len(full), -1, -1):
+        line = lines.get(full[:cut])
+        if line is not None:
+            break
+    where = f"{path}:{line}" if line is not None else str(path)
+    message = str(error["msg"])
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed(model, tagged[:-1])
+        message = f"unknown field; allowed here: {', '.join(allowed)}"
+    elif message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    return f"{where}: {_field_path(full)}: {message}"
+
+
+def load_manifest(path: str | Path) -> ManifestFile:
+    """Read and validate a manifest (``.yaml``, ``.yml``, ``.toml`` or ``.json``).
+
+    Returns
+    -------
+    ManifestFile
+        Its agents (a one-agent file gives a list of one).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, the field (and line, for YAML) and what is allowed.
+    """
+    file = Path(path).expanduser()
+    data, lines = _read(file)
+    return validate_manifest(data, file, lines)
+
+
+def validate_manifest(
+    data: Any, file: Path, lines: Mapping[tuple[str | int, ...], int] | None = None
+) -> ManifestFile:
+    """Validate already-read manifest ``data`` (as :func:`load_manifest` does).
+
+    ``lines`` maps field locations to line numbers, when the format has them.
+    """
+    lines = lines or {}
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: a manifest is a mapping of fields, not {type(data).__name__}")
+    several = "agents" in data
+    model: type[BaseModel] = ManifestFile if several else AgentManifest
+    try:
+        parsed = model.model_validate(data)
+    except ValidationError as exc:
+        messages = [_describe(file, e, model, lines, ()) for e in exc.errors(include_url=False)]
+        shown = messages[:5]
+        more = f"\n(and {len(messages) - 5} more)" if len(messages) > 5 else ""
+        raise ConfigError("invalid manifest: " + "\n".join(shown) + more) from None
+    result = parsed if isinstance(parsed, ManifestFile) else ManifestFile(agents=[parsed])
+    result.__dict__["_path"] = file
+    return result
+
+
+def schema_text() -> str:
+    """The shipped schema's text (stable key order, trailing newline)."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # python -m cortex_kernel.manifest: regenerate the shipped schema
+    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {SCHEMA_PATH}")

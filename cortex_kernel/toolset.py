@@ -1,0 +1,305 @@
+"""Turn a manifest's tool entries into :class:`~cortex_kernel.runtime.tools.Tool` objects.
+
+This is composition, not execution: each entry becomes a ``Tool`` whose
+function calls the matching executor (:mod:`.executors.command`,
+:mod:`.executors.docker`, :mod:`.executors.sandbox`, :mod:`.executors.files`).
+Callables keep the pydantic schema of their signature; command and Docker
+tools are checked against the JSON Schema their entry declares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from .exceptions import ConfigError, ToolError
+from .executors.command import command_failed, decode_output, render_args, run_command
+from .executors.docker import ContainerSpec, run_container
+from .executors.files import Workspace
+from .executors.sandbox import run_code
+from .manifest import AgentManifest, CallableTool, CommandTool, DockerTool, SandboxBuiltin
+from .runtime.docstrings import summary
+from .runtime.tools import Tool, ToolRegistry, schema_model
+
+__all__ = ["build_tools"]
+
+
+def _import(target: str, where: str) -> Callable[..., Any]:
+    module_name, _, attribute = target.partition(":")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import module {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ConfigError(f"{where}: module {module_name!r} has no {attribute!r}") from None
+    if not callable(value):
+        raise ConfigError(f"{where}: {target!r} is not callable")
+    return value  # type: ignore[no-any-return]
+
+
+def _callable_tool(spec: CallableTool, where: str) -> Tool:
+    function = _import(spec.callable, where)
+    parameters, model = schema_model(function, spec.name)
+    import inspect
+
+    description = spec.description or summary(inspect.getdoc(function))
+    return Tool(
+        spec.name,
+        description,
+        function,
+        parameters,
+        model,
+        kind="python",
+        source=where,
+        confirm=spec.confirm,
+        timeout=spec.timeout,
+    )
+
+
+def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) -> Tool:
+    async def call(**parameters: Any) -> Any:
+        if spec.args is not None:
+            argv = [*spec.command, *render_args(spec.args, parameters)]
+            stdin = b""
+        else:
+            argv = list(spec.command)
+            stdin = json.dumps(parameters).encode()
+        cwd = str((base / spec.cwd).resolve()) if spec.cwd else None
+        result = await run_command(
+            argv,
+            stdin=stdin,
+            time_limit=spec.timeout,
+            cwd=cwd,
+            env=spec.env,
+            max_output=max_output,
+            name=spec.name,
+        )
+        if result.returncode != 0:
+            raise command_failed(spec.name, result)
+        return decode_output(result.stdout)
+
+    return Tool(
+        spec.name,
+        spec.description or f"runs {' '.join(spec.command)}",
+        call,
+        spec.parameters,
+        None,
+        kind="command",
+        source=where,
+        confirm=spec.confirm,
+        timeout=spec.timeout,
+    )
+
+
+def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None) -> Tool:
+    container = ContainerSpec(
+        spec.docker.image,
+        spec.docker.command,
+        memory=spec.docker.memory,
+        cpus=spec.docker.cpus,
+        pids=spec.docker.pids,
+        user=spec.docker.user,
+        network=spec.network,
+        workspace=str(workspace) if spec.workspace != "none" else None,
+        workspace_mode=spec.workspace if spec.workspace != "none" else "ro",
+        tmpfs_size=spec.docker.tmpfs_size,
+        env=spec.docker.env,
+        labels={"cortex-kernel.tool": spec.name},
+    )
+
+    async def call(**parameters: Any) -> Any:
+        run = await run_container(
+            container,
+            stdin=json.dumps(parameters).encode(),
+            time_limit=spec.timeout,
+            host=host,
+            name=spec.name,
+        )
+        if run.oom_killed:
+            raise ToolError(
+                f"tool '{spec.name}' ran out of memory (limit {spec.docker.memory}) and was killed"
+            )
+        if run.result.returncode != 0:
+            raise command_failed(spec.name, run.result)
+        return decode_output(run.result.stdout)
+
+    return Tool(
+        spec.name,
+        spec.description or f"runs {' '.join(spec.docker.command)} in {spec.docker.image}",
+        call,
+        spec.parameters,
+        None,
+        kind="docker",
+        source=where,
+        confirm=spec.confirm,
+        timeout=spec.timeout,
+        labels={"network": spec.network},
+    )
+
+
+_CODE_SCHEMA = {
+    "python": {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "Python source; print results"}},
+        "required": ["code"],
+    },
+    "shell": {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "a POSIX sh command line"}},
+        "required": ["command"],
+    },
+}
+
+
+def _in_kernel(namespace: MutableMapping[str, Any]) -> Callable[..., Any]:
+    def python(code: str) -> Any:
+        import ast
+
+        tree = ast.parse(code, mode="exec")
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        scope: Any = namespace  # the notebook's user_ns (a dict in IPython)
+        out = io.StringIO()
+        value = None
+        with contextlib.redirect_stdout(out):
+            exec(compile(tree, "<agent>", "exec"), scope)
+            if isinstance(last, ast.Expr):
+                value = eval(compile(ast.Expression(last.value), "<agent>", "eval"), scope)
+        return value if value is not None else out.getvalue()
+
+    return python
+
+
+def _code_tool(
+    language: str,
+    spec: SandboxBuiltin,
+    confirm: bool,
+    where: str,
+    base: Path,
+    host: str | None,
+    namespace: MutableMapping[str, Any] | None,
+) -> Tool:
+    key = "code" if language == "python" else "command"
+    if language == "python" and spec.in_kernel:
+        if namespace is None:
+            raise ConfigError(f"{where}: in_kernel needs a notebook namespace (use it in Jupyter)")
+        function: Callable[..., Any] = _in_kernel(namespace)
+        description = "Run Python in the notebook's own namespace (in_kernel); returns the value"
+    else:
+
+        async def function(**parameters: Any) -> Any:
+            return await run_code(
+                "python" if language == "python" else "shell",
+                str(parameters[key]),
+                sandbox=spec.sandbox,
+                time_limit=spec.timeout,
+                memory=spec.memory,
+                image=spec.image,
+                network=spec.network,
+                host=host,
+                cwd=str(base) if spec.sandbox == "subprocess" else None,
+            )
+
+        description = (
+            f"Run {'Python code' if language == 'python' else 'a shell command'} in a "
+            f"{spec.sandbox} sandbox ({spec.timeout:g} s, {spec.memory}); returns its stdout"
+        )
+    return Tool(
+        language,
+        description,
+        function,
+        _CODE_SCHEMA[language],
+        None,
+        kind="builtin",
+        source=where,
+        confirm=confirm,
+        timeout=spec.timeout,
+        labels={"network": spec.network},
+    )
+
+
+def build_tools(
+    agent: AgentManifest,
+    *,
+    source: str = "the manifest",
+    base: Path | None = None,
+    namespace: MutableMapping[str, Any] | None = None,
+    registry: ToolRegistry | None = None,
+) -> ToolRegistry:
+    """The tools ``agent`` declares, in a registry (new, or ``registry``).
+
+    Parameters
+    ----------
+    agent
+        The agent's manifest.
+    source
+        How messages name the manifest (its path).
+    base
+        Directory relative paths are taken from (the manifest's folder).
+    namespace
+        The notebook namespace, for ``python`` with ``in_kernel: true``.
+
+    Raises
+    ------
+    ConfigError
+        A callable that cannot be imported, a name used twice.
+    """
+    tools = registry if registry is not None else ToolRegistry()
+    root = base if base is not None else Path.cwd()
+    settings = agent.executors
+    workspace_dir = (root / settings.workspace).resolve()
+    host = settings.docker.host
+    for index, spec in enumerate(agent.tools):
+        where = f"{source} tools[{index}]"
+        if isinstance(spec, CallableTool):
+            made = _callable_tool(spec, where)
+        elif isinstance(spec, CommandTool):
+            made = _command_tool(spec, where, root, settings.max_output_bytes)
+        else:
+            made = _docker_tool(spec, where, workspace_dir, host)
+            if spec.network and agent.confirm.network:
+                made.confirm = True
+        tools.add(made)
+    for language in ("python", "shell"):
+        builtin: SandboxBuiltin = getattr(agent.builtins, language)
+        if builtin.enabled:
+            confirm = builtin.confirm
+            if confirm is None:
+                confirm = getattr(agent.confirm, language) or (
+                    builtin.network and agent.confirm.network
+                )
+            where = f"{source} builtins.{language}"
+            tools.add(_code_tool(language, builtin, confirm, where, workspace_dir, host, namespace))
+    files = agent.builtins.files
+    if files is not None and files.enabled:
+        workspace = Workspace(root / files.workspace, max_bytes=files.max_bytes)
+        where = f"{source} builtins.files"
+        functions: list[tuple[Callable[..., Any], bool]] = [
+            (workspace.read_file, False),
+            (workspace.list_files, False),
+        ]
+        if files.write:
+            functions.append((workspace.write_file, agent.confirm.write_file))
+        for function, confirm in functions:
+            name = function.__name__
+            parameters, model = schema_model(function, name)
+            tools.add(
+                Tool(
+                    name,
+                    summary(function.__doc__),
+                    function,
+                    parameters,
+                    model,
+                    kind="builtin",
+                    source=where,
+                    confirm=confirm,
+                )
+            )
+    return tools

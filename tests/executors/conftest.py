@@ -1,0 +1,10 @@
+"""Shared fixtures of the executor tests: the anyio backend."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,227 @@
+"""Agent manifests: loading, the messages a bad one gets, the shipped schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cortex_kernel.agent import build_session
+from cortex_kernel.exceptions import ConfigError
+from cortex_kernel.manifest import (
+    SCHEMA_PATH,
+    CommandTool,
+    DockerTool,
+    default_agent,
+    load_manifest,
+    schema_text,
+    validate_manifest,
+)
+
+GOOD_YAML = """\
+name: helper
+model: {name: "replay:x.jsonl", temperature: 0.2, max_tokens: 50}
+instructions: Answer briefly.
+protocol: xml
+tools:
+  - {name: join, callable: "os.path:join"}
+  - name: count
+    command: ["wc", "-c"]
+    timeout: 5
+  - name: boxed
+    docker: {image: sandbox, command: ["cat"]}
+    network: true
+    confirm: true
+builtins:
+  shell: {enabled: true}
+  files: {workspace: work}
+limits: {max_turns: 3}
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def message(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_manifest(path)
+    return str(info.value)
+
+
+def test_yaml_manifest_loads_every_kind_of_tool(tmp_path: Path) -> None:
+    agent = load_manifest(write(tmp_path, "a.yaml", GOOD_YAML)).agent()
+    assert agent.name == "helper" and agent.model.temperature == 0.2
+    kinds = [type(tool).__name__ for tool in agent.tools]
+    assert kinds == ["CallableTool", "CommandTool", "DockerTool"]
+    docker = agent.tools[2]
+    assert isinstance(docker, DockerTool) and docker.network and docker.confirm
+    assert docker.docker.memory == "256m"  # hardened defaults are the defaults
+    assert agent.builtins.shell.enabled and not agent.builtins.python.enabled
+    assert agent.limits.max_turns == 3
+
+
+def test_toml_manifest_is_the_same_agent(tmp_path: Path) -> None:
+    toml = """\
+name = "helper"
+model = "replay:x.jsonl"
+[[tools]]
+name = "count"
+command = ["wc", "-c"]
+timeout = 5
+"""
+    agent = load_manifest(write(tmp_path, "a.toml", toml)).agent()
+    assert isinstance(agent.tools[0], CommandTool)
+    assert agent.tools[0].command == ["wc", "-c"] and agent.model.name == "replay:x.jsonl"
+
+
+def test_yaml_error_names_file_line_field_and_what_is_allowed(tmp_path: Path) -> None:
+    bad = GOOD_YAML.replace("protocol: xml", "protocol: json").replace(
+        "    timeout: 5", "    timeout: 5\n    retry: 2"
+    )
+    text = message(write(tmp_path, "bad.yaml", bad))
+    path = tmp_path / "bad.yaml"
+    assert f"{path}:4: protocol: Input should be 'xml' or 'tools'" in text
+    assert f"{path}:10: tools[1].retry: unknown field; allowed here: args, command," in text
+    assert "Traceback" not in text
+
+
+def test_a_tool_of_no_kind_says_what_a_tool_needs(tmp_path: Path) -> None:
+    text = message(write(tmp_path, "m.yaml", "tools:\n  - name: x\n    timeout: 3\n"))
+    assert "m.yaml:2: tools[0]: a tool needs exactly one of 'callable'" in text
+
+
+def test_toml_error_names_the_field_without_a_line(tmp_path: Path) -> None:
+    text = message(write(tmp_path, "m.toml", "[limits]\nmax_turns = 0\n"))
+    assert text.endswith(
+        f"{tmp_path / 'm.toml'}: limits.max_turns: Input should be greater than or equal to 1"
+    )
+
+
+def test_syntax_errors_and_unknown_formats_are_one_line(tmp_path: Path) -> None:
+    assert ":2: not valid YAML" in message(write(tmp_path, "s.yaml", "name: [a\nb: c\n"))
+    assert "not valid TOML" in message(write(tmp_path, "s.toml", "name = \n"))
+    assert "use .yaml, .yml, .toml or .json" in message(write(tmp_path, "s.ini", "x"))
+    assert "cannot read manifest" in message(tmp_path / "missing.yaml")
+    assert "a mapping of fields" in message(write(tmp_path, "l.yaml", "- a\n- b\n"))
+
+
+def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
+    text = message(
+        write(
+            tmp_path,
+            "d.yaml",
+            "tools:\n  - {name: a, command: [x]}\n  - {name: a, callable: 'os:getcwd'}\n",
+        )
+    )
+    assert "tool name 'a' is used by tools[0] and tools[1]" in text
+
+
+def test_several_agents_pick_by_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "team.yaml",
+        "default: writer\nagents:\n  - {name: reader}\n  - {name: writer, instructions: Write.}\n",
+    )
+    team = load_manifest(path)
+    assert team.names() == ["reader", "writer"]
+    assert team.agent().name == "writer" and team.agent("reader").name == "reader"
+    with pytest.raises(ConfigError, match=r"no agent named 'critic'.*agents: reader, writer"):
+        team.agent("critic")
+    bad = write(tmp_path, "bad.yaml", "default: x\nagents:\n  - {name: a}\n")
+    assert "default agent 'x' is not defined; agents: a" in message(bad)
+
+
+def test_the_shipped_schema_is_up_to_date_and_accepts_the_examples(tmp_path: Path) -> None:
+    # Regenerate with: python -m cortex_kernel.manifest
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    import yaml
+
+    jsonschema.validate(yaml.safe_load(GOOD_YAML), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"protocol": "json"}, schema)
+
+
+def test_the_default_agent_needs_no_file() -> None:
+    agent = default_agent()
+    assert agent.tools == [] and agent.protocol == "xml"
+    assert not agent.builtins.python.enabled and not agent.builtins.shell.enabled
+
+
+def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
+    turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
+    path = write(
+        tmp_path,
+        "a.yaml",
+        f"name: helper\nmodel: 'replay:{turns}'\ninstructions: Be brief.\n"
+        "limits: {max_turns: 2}\ninternal_actions: [set_variable]\n"
+        "tools:\n  - {name: count, command: [wc, -c]}\n",
+    )
+    session = build_session(manifest=path)
+    assert session.agent_name == "helper" and session.instructions == "Be brief."
+    assert session.limits.max_turns == 2 and session.allowed_internal == {"set_variable"}
+    assert [tool.name for tool in session.tools] == ["count"]
+    with pytest.raises(ConfigError, match="there is no manifest"):
+        build_session(model=f"replay:{turns}", agent="helper")
+
+
+def test_a_callable_that_cannot_be_imported_names_the_entry(tmp_path: Path) -> None:
+    turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
+    path = write(tmp_path, "a.yaml", "tools:\n  - {name: f, callable: 'no_such_module_x:f'}\n")
+    with pytest.raises(ConfigError, match=r"a.yaml tools\[0\]: cannot import module"):
+        build_session(model=f"replay:{turns}", manifest=path)
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=2)
+        | st.dictionaries(st.sampled_from(["name", "command", "docker", "x"]), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None, max_examples=200)
+@given(
+    st.dictionaries(
+        st.sampled_from(["name", "protocol", "tools", "limits", "agents", "builtins", "bogus"]),
+        _VALUES,
+        max_size=4,
+    )
+)
+def test_any_data_gives_a_manifest_or_one_config_error(data: dict[str, object]) -> None:
+    # The message builder must cope with every shape pydantic reports: a
+    # ConfigError whose lines all name the file, never another exception.
+    try:
+        validate_manifest(data, Path("p.yaml"))
+    except ConfigError as exc:
+        lines = str(exc).removeprefix("invalid manifest: ").splitlines()
+        assert all(line.startswith(("p.yaml", "(and ")) for line in lines)
+
+
+def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_path: Path) -> None:
+    from cortex_kernel.protocol.models import Action, ActionType
+
+    turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
+    path = write(
+        tmp_path,
+        "a.yaml",
+        f"model: 'replay:{turns}'\nsub_agents: [{{name: critic}}]\n"
+        "relics: [{name: db, kind: sqlite}]\n"
+        "context_feeds: [{id: news, type: url}]\n",
+    )
+    with pytest.warns(UserWarning, match=r"context feeds \(news\).*not available"):
+        session = build_session(manifest=path)
+    check = session.executors[ActionType.AGENT].check
+    message = check(Action(type=ActionType.AGENT, id="a1", body={"name": "critic"}), None)  # type: ignore[arg-type]
+    assert message is not None and "declares sub-agents (critic)" in message
+    assert "not available in this version yet" in message
+    assert ActionType.RELIC in session.executors and ActionType.WORKFLOW not in session.executors

@@ -1,0 +1,96 @@
+"""``cortex-kernel run --manifest``: manifest tools in a headless run, approvals with --yes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.test_cli import cli
+
+
+def turns(tmp_path: Path, *contents: str) -> Path:
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps({"content": c}) + "\n" for c in contents), encoding="utf-8")
+    return path
+
+
+CALL = (
+    '<action type="tool" id="c1" output_key="n">'
+    '{"name": "count", "parameters": {"text": "hello"}}</action>'
+)
+
+MANIFEST = """\
+name: counter
+model: "replay:{turns}"
+tools:
+  - name: count
+    command: ["{python}", "-c", "import json,sys; print(len(json.load(sys.stdin)['text']))"]
+    parameters:
+      type: object
+      properties: {{text: {{type: string}}}}
+      required: [text]
+    confirm: {confirm}
+"""
+
+
+def manifest(tmp_path: Path, confirm: bool = False) -> Path:
+    replay = turns(tmp_path, CALL, "<response>count is $n</response>")
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        MANIFEST.format(turns=replay, python=sys.executable, confirm=str(confirm).lower()),
+        encoding="utf-8",
+    )
+    return path
+
+
+def events(stdout: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_a_manifest_command_tool_runs_headless(tmp_path: Path) -> None:
+    result = cli("run", "count hello", "--manifest", str(manifest(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    last = events(result.stdout)[-1]
+    assert last["type"] == "run_finished" and last["answer"] == "count is 5"
+
+
+def test_confirm_tools_are_refused_headless_without_yes(tmp_path: Path) -> None:
+    result = cli("run", "count hello", "--manifest", str(manifest(tmp_path, confirm=True)))
+    failed = [e for e in events(result.stdout) if e["type"] == "action_failed"]
+    assert failed and "needs a human's approval" in str(failed[0]["error"])
+    assert "--yes" in str(failed[0]["error"])
+
+
+def test_yes_approves_and_the_decision_is_an_event(tmp_path: Path) -> None:
+    out = tmp_path / "t.jsonl"
+    result = cli(
+        "run", "count hello", "--manifest", str(manifest(tmp_path, confirm=True)), "--yes",
+        "--transcript", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    seen = events(result.stdout)
+    requested = next(e for e in seen if e["type"] == "approval_requested")
+    decided = next(e for e in seen if e["type"] == "approval_decided")
+    assert requested["parameters"] == {"text": "hello"} and requested["tool"] == "count"
+    assert decided["approved"] is True and decided["by"] == "--yes"
+    assert '"approval_decided"' in out.read_text(encoding="utf-8")  # in the transcript
+    assert seen[-1]["answer"] == "count is 5"
+
+
+def test_a_bad_manifest_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntools:\n  - {name: t, command: wc}\n", encoding="utf-8")
+    result = cli("run", "hi", "--manifest", str(bad))
+    assert result.returncode == 2
+    assert f"{bad}:3: tools[0].command: Input should be a valid list" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_parameters_go_back_to_the_model_naming_the_parameter(tmp_path: Path) -> None:
+    path = manifest(tmp_path)
+    bad_call = CALL.replace('{"text": "hello"}', '{"text": 5}')
+    turns(tmp_path, bad_call, "<response>sorry</response>")
+    result = cli("run", "count", "--manifest", str(path))
+    failed = next(e for e in events(result.stdout) if e["type"] == "action_failed")
+    assert "parameter 'text': 5 is not of type 'string'" in str(failed["error"])
