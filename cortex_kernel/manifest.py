@@ -147,7 +147,9 @@ class CommandTool(_ToolBase):
 class DockerSpec(_Strict):
     """Image and command of a Docker tool, and what it may reach."""
 
-    image: str = Field(min_length=1)
+    image: str | None = Field(
+        default=None, min_length=1, description="none: the sandbox image built on this machine"
+    )
     command: list[str] = Field(min_length=1)
     memory: str = Field(default="256m", pattern=_MEMORY)
     cpus: float = Field(default=1.0, gt=0)

@@ -21,6 +21,7 @@ from .exceptions import ConfigError, ToolError
 from .executors.command import command_failed, decode_output, render_args, run_command
 from .executors.docker import ContainerSpec, run_container
 from .executors.files import Workspace
+from .executors.images import sandbox_image
 from .executors.sandbox import run_code
 from .manifest import AgentManifest, CallableTool, CommandTool, DockerTool, SandboxBuiltin
 from .runtime.docstrings import summary
@@ -116,6 +117,8 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
     )
 
     async def call(**parameters: Any) -> Any:
+        if container.image is None:
+            container.image = await sandbox_image(host)
         run = await run_container(
             container,
             stdin=json.dumps(parameters).encode(),
@@ -133,7 +136,8 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
 
     return Tool(
         spec.name,
-        spec.description or f"runs {' '.join(spec.docker.command)} in {spec.docker.image}",
+        spec.description
+        or f"runs {' '.join(spec.docker.command)} in {spec.docker.image or 'the sandbox'}",
         call,
         spec.parameters,
         None,

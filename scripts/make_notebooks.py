@@ -169,3 +169,74 @@ write(
     ],
 )
 print("written to", HERE)
+
+write(
+    "05_tools_and_sandboxes.ipynb",
+    CORTEX,
+    [
+        new_markdown_cell(
+            "# Tools and sandboxes: a manifest, a callable, a command, Docker, approvals\n\n"
+            "An agent manifest (`data/tools_agent.yaml`, shown below) gives the agent its "
+            "tools: a Python function (`module:function`), a command, two Docker tools, and "
+            "the file built-ins inside a workspace, where every write needs a human's "
+            "approval. `docs/manifest.md` describes every field."
+        ),
+        code("%%python\nprint(open('data/tools_agent.yaml').read())"),
+        code("%manifest data/tools_agent.yaml"),
+        new_markdown_cell(
+            "The Python function and the command run side by side. A command's parameters "
+            "go in as JSON on stdin, or as single arguments from the manifest's `args` "
+            "template (never through a shell string); JSON output comes back as data."
+        ),
+        code("How many words and characters does 'An agent that acts while it thinks' have?"),
+        code("%%python\nprint(stats, chars)"),
+        new_markdown_cell(
+            "## Docker tools\n\n"
+            "Each call runs in a fresh container of the sandbox image this machine builds "
+            "for itself (no registry needed): no network, read-only root, all capabilities "
+            "dropped, `no-new-privileges`, a non-root user, memory, CPU and pids limits, "
+            "removed afterwards. The next cell says whether a Docker engine answers here; "
+            "without one, the Docker cells still run and their tool calls fail with a "
+            "clear error naming `DOCKER_HOST`."
+        ),
+        code(
+            "%%python\n"
+            "from cortex_kernel.exceptions import ToolError\n"
+            "from cortex_kernel.executors.docker import docker_client\n"
+            "try:\n"
+            "    docker_client()\n"
+            "    print('A Docker engine answers: the Docker tools run for real.')\n"
+            "except ToolError as exc:\n"
+            "    print(f'No Docker engine here ({exc}).')",
+            ignore_output=True,
+        ),
+        code("Compute 2 to the power of 100 in the sandbox.", ignore_output=True),
+        code("%%python\nprint(_run.events[-1].status, globals().get('big'))", ignore_output=True),
+        new_markdown_cell(
+            "What a denied network call looks like: the tool asks for a TCP connection, "
+            "and the container has no network (only a manifest entry with "
+            "`network: true` gets one)."
+        ),
+        code("Can the sandbox reach 1.1.1.1 on port 53?", ignore_output=True),
+        code("%%python\nprint(globals().get('net'))", ignore_output=True),
+        new_markdown_cell(
+            "## Approvals\n\n"
+            "`write_file` is marked `confirm: true` (here through `confirm: {write_file: "
+            "true}`). In JupyterLab the action waits in the tree as *awaiting approval*, "
+            "with the exact parameters and **Approve** / **Deny** buttons. This notebook "
+            "runs unattended (nbval), so `%approvals deny` and `%approvals approve` answer "
+            "for the user; the decision shows in the tree and is an event in the transcript."
+        ),
+        code("%approvals deny"),
+        code("Save the phrase 'acts while it thinks' to notes.txt."),
+        code("%approvals approve"),
+        code("Save the phrase 'acts while it thinks' to notes.txt."),
+        code(
+            "%%python\n"
+            "print(open('data/workspace/notes.txt').read().strip())\n"
+            "print([(e.tool, e.approved, e.by) for e in _run.events "
+            "if e.type == 'approval_decided'])"
+        ),
+        code("%approvals ask"),
+    ],
+)

@@ -42,7 +42,7 @@ class ContainerSpec:
     Attributes
     ----------
     image, command
-        What to run.
+        What to run (``image`` must be set by the time the container is created).
     memory, cpus, pids
         Limits (``memory`` in Docker's notation: ``256m``).
     user
@@ -57,7 +57,7 @@ class ContainerSpec:
         Extra environment and labels.
     """
 
-    image: str
+    image: str | None
     command: Sequence[str]
     memory: str = "256m"
     cpus: float = 1.0
@@ -175,6 +175,8 @@ async def run_container(
     """
     import docker.errors
 
+    if spec.image is None:
+        raise ToolError(f"tool '{name}': no image to run")
     client = await anyio.to_thread.run_sync(docker_client, host)
     container: Any = None
     t0 = time.perf_counter()

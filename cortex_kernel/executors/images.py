@@ -26,7 +26,7 @@ from typing import Any
 
 from ..exceptions import ToolError
 
-__all__ = ["SANDBOX_REPOSITORY", "ensure_sandbox_image", "sandbox_files"]
+__all__ = ["SANDBOX_REPOSITORY", "ensure_sandbox_image", "sandbox_files", "sandbox_image"]
 
 SANDBOX_REPOSITORY = "cortex-kernel-sandbox"
 
@@ -210,4 +210,15 @@ def ensure_sandbox_image(client: Any) -> str:
         )
     except docker.errors.APIError as exc:
         raise ToolError(f"cannot build the sandbox image {name}: {exc}") from None
+    return name
+
+
+async def sandbox_image(host: str | None = None) -> str:
+    """:func:`ensure_sandbox_image` on the engine at ``host``, off the event loop."""
+    import anyio.to_thread
+
+    from .docker import docker_client
+
+    client = await anyio.to_thread.run_sync(docker_client, host)
+    name: str = await anyio.to_thread.run_sync(ensure_sandbox_image, client)
     return name

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from ..exceptions import ToolError
 from .command import command_failed, decode_output, run_command
-from .docker import ContainerSpec, docker_client, run_container
+from .docker import ContainerSpec, run_container
+from .images import sandbox_image
 
 __all__ = ["memory_bytes", "run_code"]
 
@@ -76,12 +77,7 @@ async def run_code(
         )
     else:
         if image is None:
-            import anyio.to_thread
-
-            from .images import ensure_sandbox_image
-
-            client = await anyio.to_thread.run_sync(docker_client, host)
-            image = await anyio.to_thread.run_sync(ensure_sandbox_image, client)
+            image = await sandbox_image(host)
         run = await run_container(
             ContainerSpec(image, _argv(language, code, "python3"), memory=memory, network=network),
             time_limit=time_limit,

@@ -15,8 +15,8 @@ import anyio
 from ..exceptions import ToolError
 from ..protocol.models import Action
 from ..runtime.ports import ExecutionContext, Executor
-from ..runtime.tools import unknown_tool_message
 from ..runtime.run_events import ApprovalDecided, ApprovalRequested
+from ..runtime.tools import unknown_tool_message
 from .approval import ApprovalRequest, Approver
 
 __all__ = ["ToolExecutor"]

@@ -7,9 +7,15 @@ kernel's loop) wakes the waiting call. Front-end comm messages are served
 while an agent cell awaits, which is what makes this work at all. An
 interrupt cancels the wait like any other await; a decision for an action
 that no longer waits is ignored.
+
+``%approvals approve`` / ``%approvals deny`` answer every request at once
+instead of asking (for unattended notebooks, e.g. under nbval or papermill);
+the decision still goes into the transcript, ``by`` naming the setting.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import anyio
 
@@ -17,14 +23,21 @@ from ..executors.approval import ApprovalRequest
 
 __all__ = ["ViewApprover"]
 
+Policy = Literal["ask", "approve", "deny"]
+
 
 class ViewApprover:
     """Waits for the user's decision on each tool call marked ``confirm: true``."""
 
-    by = "user"
-
     def __init__(self) -> None:
         self._waiting: dict[str, tuple[anyio.Event, list[bool]]] = {}
+        self.policy: Policy = "ask"
+        self.by = "user"
+
+    def set_policy(self, policy: Policy) -> None:
+        """``ask`` (the view's buttons), or ``approve`` / ``deny`` every call at once."""
+        self.policy = policy
+        self.by = "user" if policy == "ask" else f"%approvals {policy}"
 
     @property
     def waiting(self) -> list[str]:
@@ -33,6 +46,8 @@ class ViewApprover:
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         """Wait until :meth:`decide` is called for ``request.action_id``."""
+        if self.policy != "ask":
+            return self.policy == "approve"
         event = anyio.Event()
         decision: list[bool] = []
         self._waiting[request.action_id] = (event, decision)

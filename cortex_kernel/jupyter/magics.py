@@ -17,8 +17,9 @@ In the Cortex kernel (``kernel_mode``) every cell is a message except:
 
 Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
 ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
-``%manifest``, ``%agent``, ``%agent_history`` (also ``%history`` in the Cortex
-kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``, ``%read_notebook``.
+``%manifest``, ``%agent``, ``%approvals``, ``%agent_history`` (also ``%history`` in
+the Cortex kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``,
+``%read_notebook``.
 """
 
 from __future__ import annotations
@@ -126,6 +127,18 @@ def _agent_line(line: str, cell: str | None = None) -> None:
     else:
         session = runner.session
         print(f"agent: {session.agent_name} (manifest: {runner.manifest or 'none'})")
+
+
+def _approvals(line: str) -> None:
+    """%approvals [ask|approve|deny] — how tools marked confirm: true are decided."""
+    runner = runner_for(_shell())
+    policy = line.strip()
+    if policy in ("ask", "approve", "deny"):
+        runner.approver.set_policy(policy)  # type: ignore[arg-type]
+    elif policy:
+        print("usage: %approvals [ask|approve|deny]")
+        return
+    print(f"approvals: {runner.approver.policy}")
 
 
 def _history(line: str) -> None:
@@ -261,6 +274,7 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
         "model": _model,
         "protocol": _protocol,
         "manifest": _manifest,
+        "approvals": _approvals,
         "agent_history": _history,
         "feeds": _feeds,
         "relics": _relics,
