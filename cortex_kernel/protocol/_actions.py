@@ -361,8 +361,13 @@ def fast_action(
     action_type = _TYPE_BY_VALUE.get(get("type", ""))
     if action_type is None or "\\" in raw_body or "timeout" in attrs or "retries" in attrs:
         return None
-    if raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH:
-        return None  # possibly too deep: build_action measures and reports it
+    # Possibly too deep: build_action measures and reports it. (Deeper than
+    # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
+    # cannot be, and counting costs more than the rest of a small body.)
+    if len(raw_body) > 2 * MAX_BODY_DEPTH and (
+        raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH
+    ):
+        return None
     try:
         try:
             body, end = _scan_json(raw_body, 0)

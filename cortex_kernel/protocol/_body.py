@@ -85,7 +85,8 @@ class OpenBody:
             lt = buf.find("</", i + self.checked)
             if lt < 0:
                 if len(buf) - i <= _UNSCANNED_BODY_MAX:
-                    self.checked = max(0, len(buf) - i - 1)
+                    checked = len(buf) - i - 1
+                    self.checked = checked if checked > 0 else 0
                     return i, i, None
                 # A long body: scan it, rather than copy it at every feed.
             elif buf.startswith(state.close_tag, lt):

@@ -56,7 +56,7 @@ done):
   :mod:`json` and the :class:`Action` built unvalidated when every field
   was checked (:func:`~._actions.fast_action`); anything else goes through
   :func:`~._actions.build_action` and its lenient repairs. Both are called
-  from one place, :meth:`Parser._finish_action`, and a test checks that
+  from one place, :meth:`Parser._close_action`, and a test checks that
   they agree on the property-test corpus.
 
 Spans
