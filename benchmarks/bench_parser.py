@@ -11,7 +11,8 @@ process, to two baselines built on expat:
   its end tag arrives — a pull parser doing the work ours does (the SPEC's
   baseline; goal: ours / pull_json >= 1.0 at every chunk size).
 
-It reports MB/s for the three and both ratios per chunk size, and the
+It reports MB/s (per CPU second of this process) for the three and both
+ratios per chunk size, and the
 dispatch latency: the duration of the ``feed`` call that delivers an
 action's closing ``>``, which is when its ``action_parsed`` event is in the
 caller's hands (p50 and p99, µs; goal: p99 < 20 µs).
@@ -40,6 +41,10 @@ from cortex_kernel.protocol import ActionParsed, IdAllocator, Parser
 CHUNK_SIZES = (4, 16, 256)
 GOAL_RATIO = 1.0  # ours / (XMLPullParser + json.loads), SPEC §2.2 item 5
 GOAL_DISPATCH_P99_US = 20.0
+# Throughput is timed in CPU seconds of this process: on a machine shared
+# with other work, wall time measures the neighbours as much as the parser.
+# Dispatch latency stays wall time (perf_counter): it is what a caller waits.
+_CPU_CLOCK = time.process_time
 
 _PHRASE = (
     "the data frame has missing values in the price column so I should look at "
@@ -102,7 +107,7 @@ def _chunks(document: str, size: int) -> list[str]:
 
 
 def _run_ours(chunks: list[str]) -> tuple[float, int]:
-    clock = time.perf_counter
+    clock = _CPU_CLOCK
     count = 0
     started = clock()
     parser = Parser(IdAllocator())
@@ -115,7 +120,7 @@ def _run_ours(chunks: list[str]) -> tuple[float, int]:
 
 
 def _run_stdlib(chunks: list[str]) -> tuple[float, int]:
-    clock = time.perf_counter
+    clock = _CPU_CLOCK
     count = 0
     started = clock()
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
@@ -135,7 +140,7 @@ def _run_stdlib(chunks: list[str]) -> tuple[float, int]:
 
 def _run_stdlib_json(chunks: list[str]) -> tuple[float, int]:
     """The XMLPullParser baseline plus ``json.loads`` of each action body at its end."""
-    clock = time.perf_counter
+    clock = _CPU_CLOCK
     count = 0
     started = clock()
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
