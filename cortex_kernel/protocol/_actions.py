@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ..fastmodel import build, constructor
 from ._attributes import split_ids
-from ._fast import build, constructor
 from ._jsonrepair import loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 

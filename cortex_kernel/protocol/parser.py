@@ -39,7 +39,7 @@ done):
 
 - a chunk of plain text in a text state with nothing held is one ``in``
   test and one event, built in place without pydantic validation (see
-  :mod:`._fast`): the text hot path, the only code inlined in ``feed``;
+  :mod:`cortex_kernel.fastmodel`): the text hot path, the only code inlined in ``feed``;
 - a chunk that cannot decide anything — part of a body with no ``>``, part
   of a held opening tag with neither ``<`` nor ``>``, a held ``<`` + part of
   a tag name that is still one (``State.prefixes``, ``State.held_open_re``:
@@ -95,10 +95,10 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from ..fastmodel import build, new, set_dict, set_extra, set_fields_set, set_private
 from ._actions import build_action, build_feed, fast_action
 from ._attributes import TagAttributes, parse_attributes
 from ._body import OpenBody
-from ._fast import build, new, set_dict, set_extra, set_fields_set, set_private
 from ._scanner import MAX_ATTRS, could_become_tag
 from ._states import Handler, State, TextEvent, learn
 from .models import IdAllocator
@@ -132,7 +132,7 @@ _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 _NO_ATTRIBUTES: Final = TagAttributes({}, False, "")
 
 # Events are built from values checked here, without validation (see
-# ._fast); the field sets are shared, as pydantic copies before writing.
+# cortex_kernel.fastmodel); the field sets are shared, as pydantic copies before writing.
 _TEXT_FIELDS: Final = {"span", "text"}
 _SPAN_FIELDS: Final = {"span"}
 _FINAL_FIELDS: Final = {"span", "final"}
@@ -227,7 +227,7 @@ class Parser:
         if hot is not None and "<" not in text:
             cls, template = hot
             # The hot path: plain text in a text state with nothing held, one
-            # event built in place (see ._fast).
+            # event built in place (see cortex_kernel.fastmodel).
             if not text:
                 return []
             start = self._base

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import cortex_kernel.protocol as protocol
+from cortex_kernel.fastmodel import constructor
 from cortex_kernel.protocol import (
     Action,
     ActionMode,
@@ -18,7 +19,6 @@ from cortex_kernel.protocol import (
     ThoughtStart,
     parse_parser_event,
 )
-from cortex_kernel.protocol._fast import constructor
 
 
 def test_all_lists_exactly_the_public_names() -> None:

@@ -53,7 +53,7 @@ class Harness:
     def types(self, action_id: str) -> list[str]:
         return [e.type for e in self.events if getattr(e, "id", None) == action_id]
 
-    def make(self, tg: Any, **kw: Any) -> Scheduler:
+    def make(self, tg: Any, *, cls: type[Scheduler] = Scheduler, **kw: Any) -> Scheduler:
         async def execute(action: Action, body: dict[str, Any]) -> Any:
             self.log.append(("start", action.id))
             try:
@@ -61,7 +61,7 @@ class Harness:
             finally:
                 self.log.append(("end", action.id))
 
-        return Scheduler(
+        return cls(
             tg,
             execute=execute,
             variables=self.store,
