@@ -34,6 +34,7 @@ __all__ = [
     "REDACTED",
     "SECRET_ENV_PATTERN",
     "Redactor",
+    "StreamRedactor",
     "is_secret_name",
     "redact",
     "secret_values",
@@ -163,6 +164,42 @@ class Redactor:
                 return value
             return items if isinstance(value, list) else tuple(items)
         return value
+
+
+class StreamRedactor:
+    """A :class:`Redactor` for streamed text: a secret split across chunks is caught too.
+
+    :meth:`feed` returns what is safe to pass on now; the end of a chunk that
+    could be the start of a secret is held back until the next chunk says
+    (or :meth:`flush` at the end of the stream). Ordinary text is held back
+    not at all, so dispatch at ``</action>`` is not delayed.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._held = ""
+
+    def feed(self, chunk: str) -> str:
+        """The scrubbed text that can go on now."""
+        text = self.redactor.text(self._held + chunk)
+        keep = self._secret_start(text)
+        self._held = text[len(text) - keep :] if keep else ""
+        return text[: len(text) - keep]
+
+    def flush(self) -> str:
+        """What was held back, at the end of the stream (it was no secret)."""
+        held, self._held = self._held, ""
+        return held
+
+    def _secret_start(self, text: str) -> int:
+        """Length of the longest end of ``text`` that begins some secret."""
+        longest = 0
+        for secret in self.redactor.secrets:
+            for size in range(min(len(secret) - 1, len(text)), longest, -1):
+                if secret.startswith(text[-size:]):
+                    longest = size
+                    break
+        return longest
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:

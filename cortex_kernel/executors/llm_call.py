@@ -1,4 +1,10 @@
-"""``llm`` actions: one sub-completion through the session's model; the result is its text."""
+"""``llm`` actions: one sub-completion through the session's model; the result is its text.
+
+Which model: the agent's own, or one the manifest lists (``llm_models``).
+Model output never picks another provider (spending the user's keys) or a
+``replay:`` file (reading any local JSONL file) by itself; ``replay:`` is
+allowed only when the session's own model is a replay (offline examples).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,32 @@ from ..runtime.ports import CompletionRequest, ExecutionContext, Executor, Messa
 __all__ = ["LLMExecutor"]
 
 
+def model_refusal(name: str | None, context: ExecutionContext) -> str | None:
+    """Why an ``llm`` action may not use the model ``name``, or ``None``."""
+    current = str(getattr(context.model(), "name", ""))
+    if not name or name == current:
+        return None
+    if name.startswith("replay:"):
+        if current.startswith("replay:"):
+            return None
+        return (
+            f"an llm action cannot use '{name}': replay models are allowed only when the "
+            f"agent's own model is a replay (it is {current})"
+        )
+    if name in context.llm_models:
+        return None
+    listed = ", ".join(sorted(context.llm_models)) or "none"
+    return (
+        f"an llm action cannot use model '{name}': it may use the agent's model ({current}; "
+        f'leave "model" out) or the models the manifest lists (llm_models: {listed})'
+    )
+
+
 def _model_for(name: str | None, context: ExecutionContext) -> Model:
     current = context.model()
+    refusal = model_refusal(name, context)
+    if refusal is not None:  # checked at submission too; a $reference may have changed it
+        raise ConfigError(refusal)
     if not name or name == getattr(current, "name", None):
         return current
     if context.resolve_model is None:
@@ -29,6 +59,11 @@ class LLMExecutor(Executor):
         """The body needs a string ``prompt``."""
         if not isinstance(action.body.get("prompt"), str):
             return 'an llm action needs a "prompt" string'
+        model = action.body.get("model")
+        if model is not None and not isinstance(model, str):
+            return 'the "model" of an llm action is a model name string'
+        if isinstance(model, str) and "$" not in model:
+            return model_refusal(model, context)
         return None
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:

@@ -44,7 +44,7 @@ from ..protocol.parser_events import (
     Text,
     ThoughtDelta,
 )
-from ..redaction import Redactor
+from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer
 from .drift import (
     RETRYABLE_STATES,
@@ -149,6 +149,8 @@ class RunContext:
         The run's limits (a copy: a run never changes its session's).
     allowed_internal
         Internal actions the agent may use.
+    llm_models
+        Models an ``llm`` action may name besides the agent's own.
     resolve_model
         Makes the model an ``llm`` action names.
     agent_name, instructions
@@ -173,6 +175,7 @@ class RunContext:
     limits: Limits
     protocol: ProtocolName = "xml"
     allowed_internal: frozenset[str] = frozenset()
+    llm_models: frozenset[str] = frozenset()
     resolve_model: ModelResolver | None = None
     agent_name: str = "cortex"
     instructions: str = ""
@@ -280,6 +283,7 @@ class Run:
                         resolve_model=context.resolve_model,
                         allowed_internal=context.allowed_internal,
                         extra=dict(context.extra),
+                        llm_models=context.llm_models,
                     ),
                 )
                 self.scheduler = Scheduler(
@@ -480,18 +484,30 @@ class Run:
         turn = _Turn(number)
         self.emit(TurnStarted(t=self.clock(), turn=number, repair=repair))
         parser = Parser(ids=self.ids)
+        # The model's text is scrubbed before the parser sees it, so no event,
+        # view update, transcript line or history message carries a secret,
+        # even one split across chunks.
+        scrub = StreamRedactor(self.redactor)
         chunks: list[str] = []
         cut_at: int | None = None
         try:
             request = self._request(opening)
             async with self.model.stream(request) as completion:
                 async for chunk in completion:
-                    chunks.append(chunk)
-                    cut_at = await self._handle(parser.feed(chunk), turn)
+                    text = scrub.feed(chunk)
+                    if not text:
+                        continue
+                    chunks.append(text)
+                    cut_at = await self._handle(parser.feed(text), turn)
                     if cut_at is not None or turn.limit is not None:
                         break
                 else:
-                    await self._handle(parser.close(), turn)
+                    rest = scrub.flush()
+                    if rest:
+                        chunks.append(rest)
+                        cut_at = await self._handle(parser.feed(rest), turn)
+                    if cut_at is None and turn.limit is None:
+                        await self._handle(parser.close(), turn)
                 turn.tool_calls = list(completion.tool_calls)
                 turn.usage = completion.usage
         except anyio.get_cancelled_exc_class():

@@ -213,6 +213,8 @@ class ExecutionContext:
         Seconds since the run started.
     allowed_internal
         Internal actions this agent may use.
+    llm_models
+        Models an ``llm`` action may name besides the agent's own (the manifest's list).
     depth
         Nesting depth of the run (0 for a cell's run).
     """
@@ -224,6 +226,7 @@ class ExecutionContext:
     clock: Callable[[], float]
     resolve_model: ModelResolver | None = None
     allowed_internal: frozenset[str] = frozenset()
+    llm_models: frozenset[str] = frozenset()
     depth: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -98,6 +98,8 @@ class Session:
         self.transcript_dir = transcript_dir
         self.protocol: ProtocolName = protocol
         self.allowed_internal = allowed_internal
+        # Models an `llm` action may name besides the session's own (a manifest lists them).
+        self.llm_models: frozenset[str] = frozenset()
         self.executors = dict(executors)
         self.resolve_model = resolve_model
         #: Shown to the model as its name and standing instructions (from a manifest).
@@ -168,6 +170,7 @@ class Session:
             executors=self.executors,
             limits=self.limits.model_copy(),
             allowed_internal=self.allowed_internal,
+            llm_models=self.llm_models,
             resolve_model=self.resolve_model,
             agent_name=self.agent_name,
             instructions=self.instructions,
