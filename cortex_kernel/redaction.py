@@ -125,6 +125,10 @@ class Redactor:
             return f"\\u{ord(found):04x}"
         return REDACTED
 
+    def matches(self, text: str) -> list[re.Match[str]]:
+        """Where secrets (and surrogates) occur in ``text``."""
+        return list(self._pattern.finditer(text))
+
     def text(self, text: str) -> str:
         """``text`` without secrets, surrogates escaped (the same object when clean)."""
         if self._pattern.search(text) is None:
@@ -181,15 +185,22 @@ class StreamRedactor:
 
     def feed(self, chunk: str) -> str:
         """The scrubbed text that can go on now."""
-        text = self.redactor.text(self._held + chunk)
-        keep = self._secret_start(text)
-        self._held = text[len(text) - keep :] if keep else ""
-        return text[: len(text) - keep]
+        raw = self._held + chunk
+        cut = len(raw) - self._secret_start(raw)
+        # Never cut through a secret that is already whole: move before it.
+        moved = True
+        while moved:
+            moved = False
+            for match in self.redactor.matches(raw):
+                if match.start() < cut < match.end():
+                    cut, moved = match.start(), True
+        self._held = raw[cut:]
+        return self.redactor.text(raw[:cut])
 
     def flush(self) -> str:
-        """What was held back, at the end of the stream (it was no secret)."""
+        """What was held back, scrubbed, at the end of the stream."""
         held, self._held = self._held, ""
-        return held
+        return self.redactor.text(held)
 
     def _secret_start(self, text: str) -> int:
         """Length of the longest end of ``text`` that begins some secret."""
