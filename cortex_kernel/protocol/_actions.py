@@ -341,6 +341,31 @@ def build_action(
     return BuiltAction(action, None, action_id, tuple(warnings))
 
 
+def _strict_object(raw_body: str) -> dict[str, Any] | None:
+    """``raw_body`` as a JSON object when it is strict JSON with nothing to repair."""
+    if "\\" in raw_body:  # escapes: lone surrogates are replaced by build_action
+        return None
+    # Possibly too deep: build_action measures and reports it. (Deeper than
+    # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
+    # cannot be, and counting costs more than the rest of a small body.)
+    if len(raw_body) > 2 * MAX_BODY_DEPTH and (
+        raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH
+    ):
+        return None
+    try:
+        try:
+            body, end = _scan_json(raw_body, 0)
+        except StopIteration:  # leading whitespace (or not JSON at all)
+            body, end = _scan_json(raw_body, _json_space(raw_body, 0).end())  # type: ignore[union-attr]  # `*` matches
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if type(body) is not dict:
+        return None
+    if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
+        return None
+    return body
+
+
 def fast_action(
     attrs: dict[str, str],
     raw_body: str,
@@ -359,42 +384,26 @@ def fast_action(
     """
     get = attrs.get
     action_type = _TYPE_BY_VALUE.get(get("type", ""))
-    if action_type is None or "\\" in raw_body or "timeout" in attrs or "retries" in attrs:
+    if action_type is None or "timeout" in attrs or "retries" in attrs:
         return None
-    # Possibly too deep: build_action measures and reports it. (Deeper than
-    # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
-    # cannot be, and counting costs more than the rest of a small body.)
-    if len(raw_body) > 2 * MAX_BODY_DEPTH and (
-        raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH
+    body = _strict_object(raw_body)
+    if (
+        body is None
+        or not _CONTROL_SET.isdisjoint(body)
+        # parameters to move (_tool_parameters)
+        or (action_type is _TOOL and "parameters" not in body and len(body) > 1)
     ):
         return None
-    try:
-        try:
-            body, end = _scan_json(raw_body, 0)
-        except StopIteration:  # leading whitespace (or not JSON at all)
-            body, end = _scan_json(raw_body, _json_space(raw_body, 0).end())  # type: ignore[union-attr]  # `*` matches
-    except (StopIteration, ValueError, RecursionError):
-        return None
-    if type(body) is not dict or not _CONTROL_SET.isdisjoint(body):
-        return None
-    if action_type is _TOOL and "parameters" not in body and len(body) > 1:
-        return None  # parameters to move (_tool_parameters)
-    if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
-        return None
     value = get("mode")
-    if value is None:
-        mode = _SYNC
-    else:
-        found = _MODE_BY_VALUE.get(value)
-        if found is None:
-            return None
-        mode = found
+    mode = _SYNC if value is None else _MODE_BY_VALUE.get(value)
     output_key = get("output_key")
-    if output_key is not None and not output_key.isidentifier():
-        return None
     value = get("depends_on")
     depends_on = split_ids(value) if value else ()
-    if len(depends_on) == 1 and depends_on[0].lower() in _NO_DEPENDENCY:
+    if (
+        mode is None
+        or (output_key is not None and not output_key.isidentifier())
+        or (len(depends_on) == 1 and depends_on[0].lower() in _NO_DEPENDENCY)
+    ):
         return None
     value = get("id")
     if value is not None and (value == open_id or value.strip()) and not ids.claim(open_id):
