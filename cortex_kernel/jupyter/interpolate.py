@@ -9,7 +9,8 @@ TypeScript destructuring (the trap of jupyter-ai's issue #27, where
 
 - ``{a: 1}``, ``{"k": v}``, ``{x + 1}`` are not simple references;
 - ``{undefined_name}`` names nothing and stays;
-- ``{{name}}`` (doubled braces) stays as written: the way to keep a literal;
+- ``{{name}}`` (doubled braces) is the way to write a literal: the model
+  reads ``{name}``, as ``str.format`` would write it;
 - anything inside a fenced code block (```` ``` ````) stays.
 """
 
@@ -21,16 +22,20 @@ from typing import Any
 
 __all__ = ["interpolate"]
 
-_REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:!([rs]))?\}")
+# A doubled reference first ({{name}}: a literal), then a simple one ({name}).
+_REF = re.compile(
+    r"\{\{[A-Za-z_][A-Za-z0-9_]*(?:![rs])?\}\}"
+    r"|\{([A-Za-z_][A-Za-z0-9_]*)(?:!([rs]))?\}"
+)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
 
 def _substitute(text: str, namespace: Mapping[str, Any]) -> str:
     def replace(match: re.Match[str]) -> str:
         name, conversion = match.group(1), match.group(2)
-        start, end = match.span()
-        doubled = text[start - 1 : start] == "{" and text[end : end + 1] == "}"
-        if doubled or name not in namespace:
+        if name is None:  # {{name}}: a literal {name}
+            return match.group(0)[1:-1]
+        if name not in namespace:
             return match.group(0)
         value = namespace[name]
         return repr(value) if conversion == "r" else str(value)

@@ -20,7 +20,7 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 
 from .. import __version__
-from .magics import enable
+from .magics import begin_cell, enable
 
 __all__ = ["CortexKernel"]
 
@@ -57,6 +57,7 @@ class CortexKernel(IPythonKernel):
         if silent and not code.lstrip().startswith("%%"):
             # Front-end extensions send Python silently; it is not a message.
             code = "%%python\n" + code
+        begin_cell(code)  # only this text is read as a message; magics' bodies are Python
         reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
             code,
             silent,
@@ -67,6 +68,19 @@ class CortexKernel(IPythonKernel):
             cell_id=cell_id,
         )
         return reply
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        """IPython's, without the debugger: the kernelspec says it is not supported.
+
+        Message cells are not Python, so the debugger could not step through
+        them; JupyterLab reads both places, and they must agree.
+        """
+        info: dict[str, Any] = dict(super().kernel_info)
+        features = [f for f in info.get("supported_features", []) if f != "debugger"]
+        info["supported_features"] = features
+        info["debugger"] = False
+        return info
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         """Cancel the agent's background work (and its subprocesses) before exiting."""

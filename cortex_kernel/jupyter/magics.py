@@ -11,9 +11,18 @@ cancels it (see :mod:`cortex_kernel.jupyter.interrupt`).
 
 In the Cortex kernel (``kernel_mode``) every cell is a message except:
 
-- a cell starting with ``%%python``: the rest is Python, same namespace;
-- any other cell magic (``%%agent --model M``, ``%%time``…): as in IPython;
-- a cell whose non-blank lines all start with ``%``: line magics.
+- a cell starting with ``%%python``: the rest is Python, same namespace,
+  IPython's magics included (``%time``, ``%%timeit``, ``%%capture``…);
+- ``%%time`` and ``%%capture [options] [name]`` around a message: the run,
+  timed or captured as IPython would time or capture a cell;
+- any other cell magic (``%%agent --model M``, ``%%bash``…): as in IPython;
+- a cell whose non-blank lines all start with ``%`` (line magics) or ``#``
+  (comments, not worth a model call).
+
+Only the cell itself is read this way. IPython's magics transform and run
+their own bodies again (``%time CODE``, ``%%capture``'s body…); those nested
+transforms are Python, as in the stock kernel: the kernel names each cell's
+code (:func:`begin_cell`), and a transform of any other text passes through.
 
 Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
 ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
@@ -33,7 +42,13 @@ from ..model_options import ModelOptions, parse_model_line
 from ..safejson import safe_repr
 from .runner import CELL_ERRORS, runner_for
 
-__all__ = ["enable", "load_ipython_extension", "transform_agent_cell", "transform_kernel_cell"]
+__all__ = [
+    "begin_cell",
+    "enable",
+    "load_ipython_extension",
+    "transform_agent_cell",
+    "transform_kernel_cell",
+]
 
 _RUN_CALL = "await __import__('cortex_kernel.jupyter.runner', fromlist=['_']).run_cell"
 
@@ -45,8 +60,32 @@ def _first_line(lines: list[str]) -> int | None:
     return None
 
 
-def _agent_call(message: str, options: str) -> list[str]:
-    return [f"{_RUN_CALL}({message!r}, {options.strip()!r})\n"]
+# Set by the Cortex kernel: the code of the cell being run (see begin_cell).
+_CELL: dict[str, str | None] = {"code": None}
+
+# Cell magics that wrap a message cell instead of Python (see cortex_kernel.jupyter.wrap).
+_WRAPPING = ("%%time", "%%capture")
+
+
+def begin_cell(code: str) -> None:
+    """Name the code of the cell about to run (the Cortex kernel calls this per cell).
+
+    From the first call on, a transform of any other text — IPython magics
+    transforming or running their bodies — is Python. (ipykernel may
+    transform the cell itself twice: once to decide whether it awaits, once
+    in ``run_cell``.)
+    """
+    _CELL["code"] = code.rstrip("\n")
+
+
+def _own_cell(lines: list[str]) -> bool:
+    code = _CELL["code"]
+    return code is None or "".join(lines).rstrip("\n") == code
+
+
+def _agent_call(message: str, options: str, wrap: str = "") -> list[str]:
+    extra = f", {wrap.strip()!r}" if wrap else ""
+    return [f"{_RUN_CALL}({message!r}, {options.strip()!r}{extra})\n"]
 
 
 def transform_agent_cell(lines: list[str]) -> list[str]:
@@ -62,15 +101,20 @@ def transform_agent_cell(lines: list[str]) -> list[str]:
 
 def transform_kernel_cell(lines: list[str]) -> list[str]:
     """The Cortex kernel's rule: every cell is a message unless it is Python or magics."""
+    if not _own_cell(lines):
+        return lines  # a magic's body (%time CODE, %%capture…): Python
     first = _first_line(lines)
     if first is None:
         return lines
     head = lines[first].strip()
     if head == "%%python" or head.startswith("%%python "):
         return lines[first + 1 :]
+    magic = head.split(maxsplit=1)[0]
+    if magic in _WRAPPING:
+        return _agent_call("".join(lines[first + 1 :]), "", head[2:])
     if head.startswith("%%"):
         return transform_agent_cell(lines)
-    if all(line.lstrip().startswith("%") for line in lines if line.strip()):
+    if all(line.lstrip().startswith(("%", "#")) for line in lines if line.strip()):
         return lines
     return _agent_call("".join(lines), "")
 

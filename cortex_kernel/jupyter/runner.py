@@ -377,9 +377,25 @@ def runner_for(shell: Any) -> AgentRunner:
     return runner
 
 
-async def run_cell(message: str, options_line: str = "") -> FinalAnswer | None:
-    """What a rewritten agent cell awaits (see :mod:`cortex_kernel.jupyter.magics`)."""
+async def run_cell(message: str, options_line: str = "", wrap: str = "") -> FinalAnswer | None:
+    """What a rewritten agent cell awaits (see :mod:`cortex_kernel.jupyter.magics`).
+
+    ``wrap`` is the cell magic around the message (``time``, ``capture [args]``).
+    """
     __tracebackhide__ = True
     from IPython import get_ipython
 
-    return await runner_for(get_ipython()).run(message, options_line)
+    shell = get_ipython()
+    run = runner_for(shell).run(message, options_line)
+    kind, _, args = wrap.partition(" ")
+    if kind == "time":
+        from .wrap import timed
+
+        answer: FinalAnswer | None = await timed(run)
+        return answer
+    if kind == "capture":
+        from .wrap import capture
+
+        await capture(run, args, shell.user_ns)
+        return None
+    return await run

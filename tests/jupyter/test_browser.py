@@ -8,6 +8,8 @@ one), not only drawn at the end. A screenshot of the view is saved (set
 ``CORTEX_UPDATE_SCREENSHOT=1`` to refresh ``docs/view.png``).
 
 A second cell answers with prices ("$5 or $6"): nothing is typeset as math.
+A third, ``%%python`` cell is edited as Python (the shipped labextension),
+while message cells stay markdown.
 Then the notebook is saved, its kernel and session are deleted, and the
 page is loaded again with a new kernel: the finished run reads the same,
 from the static view stored in the file (no "Error displaying widget").
@@ -34,6 +36,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 TOKEN = "cortex-browser-test"
+PYTHON_CELL = "%%python\ndef square(x):\n    return x * x\n\nsquare(3)"
 
 OBSERVER = """
 (() => {
@@ -97,7 +100,11 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
                 "outputs": [],
                 "source": source,
             }
-            for cell_id, source in (("agent-cell", cell), ("prices-cell", prices))
+            for cell_id, source in (
+                ("agent-cell", cell),
+                ("prices-cell", prices),
+                ("python-cell", PYTHON_CELL),
+            )
         ],
         "metadata": {
             "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
@@ -222,6 +229,16 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
             page = context.pages[0] if context.pages else context.new_page()
             page.goto(lab["url"])
             _wait_idle(page)
+            page.wait_for_function(
+                """() => window.jupyterapp.shell.currentWidget.content.widgets
+                    .map(c => c.model.mimeType).join() ===
+                    "text/x-markdown,text/x-markdown,text/x-ipython" """,
+                timeout=30_000,
+            )
+            python_cell = page.locator(".jp-Cell").nth(2)
+            python_cell.locator(".cm-content span", has_text="def").first.wait_for(timeout=30_000)
+            message_spans = page.locator(".jp-Cell").first.locator(".cm-content span")
+            message_count = message_spans.count()
             # Not awaited: the command's promise settles only when the cell is done.
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             page.wait_for_function(
@@ -265,6 +282,7 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
         finally:
             context.close()
 
+    assert message_count == 0  # prose is not styled as code (no "[x]" links, no keywords)
     assert "<details" in static_html and "<summary" in static_html  # thoughts, collapsible
     assert "a1" in static_html and "a3" in static_html  # the action tree
     assert "The capital is" in reopened_text  # the answer

@@ -52,6 +52,8 @@ def test_front_end_renders_from_an_installed_wheel(tmp_path: Path) -> None:
         "cortex_kernel/jupyter/nbval-sanitize.cfg",
         "cortex_kernel/jupyter/resources/logo-64x64.png",
         "cortex_kernel/llm/demo_transcript.jsonl",
+        "cortex_kernel-0.1.0.data/data/share/jupyter/labextensions/cortex-kernel/package.json",
+        "cortex_kernel-0.1.0.data/data/share/jupyter/labextensions/cortex-kernel/static/remoteEntry.js",
     ):
         assert shipped in names
     site = tmp_path / "site"
