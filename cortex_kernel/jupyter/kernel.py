@@ -20,7 +20,9 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 
 from .. import __version__
+from .complete import is_complete
 from .magics import begin_cell, enable
+from .runner import runner_for
 
 __all__ = ["CortexKernel"]
 
@@ -41,6 +43,23 @@ class CortexKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         enable(self.shell, kernel_mode=True)
+        # Client sessions that ask is_complete: terminals (jupyter console),
+        # which print display_data once and ignore its updates.
+        self._terminal_sessions: set[str] = set()
+
+    def _parent_session(self) -> str:
+        parent = self.get_parent()  # type: ignore[no-untyped-call]
+        return str((parent or {}).get("header", {}).get("session", ""))
+
+    def do_is_complete(self, code: str) -> dict[str, str]:  # type: ignore[override]
+        """A message is complete at Enter unless inside a fence or an open tag.
+
+        ``%%python`` cells are checked as Python, by IPython's own rules.
+        """
+        self._terminal_sessions.add(self._parent_session())
+        assert self.shell is not None
+        manager = self.shell.input_transformer_manager
+        return is_complete(code, manager.check_complete)
 
     async def do_execute(
         self,
@@ -58,6 +77,8 @@ class CortexKernel(IPythonKernel):
             # Front-end extensions send Python silently; it is not a message.
             code = "%%python\n" + code
         begin_cell(code)  # only this text is read as a message; magics' bodies are Python
+        # A terminal gets the run's plain-text view as it changes (see AgentRunner.run).
+        runner_for(self.shell).terminal = self._parent_session() in self._terminal_sessions
         reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
             code,
             silent,

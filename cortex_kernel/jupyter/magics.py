@@ -63,6 +63,8 @@ def _first_line(lines: list[str]) -> int | None:
 # Set by the Cortex kernel: the code of the cell being run (see begin_cell).
 _CELL: dict[str, str | None] = {"code": None}
 
+_LEAVE = frozenset({"exit", "quit", "exit()", "quit()"})
+
 # Cell magics that wrap a message cell instead of Python (see cortex_kernel.jupyter.wrap).
 _WRAPPING = ("%%time", "%%capture")
 
@@ -116,6 +118,8 @@ def transform_kernel_cell(lines: list[str]) -> list[str]:
         return transform_agent_cell(lines)
     if all(line.lstrip().startswith(("%", "#")) for line in lines if line.strip()):
         return lines
+    if "".join(lines).strip() in _LEAVE:
+        return lines  # IPython's exit / quit: leave, as in any IPython front end
     return _agent_call("".join(lines), "")
 
 
@@ -314,6 +318,10 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
             cleanup.remove(existing)
     # First: before IPython's own cleanup (indent stripping) and magic handling.
     cleanup.insert(0, transform)
+    # Not for check_complete: the kernel's own is_complete reads messages
+    # (cortex_kernel.jupyter.complete); IPython then judges only Python.
+    for function in (transform_kernel_cell, transform_agent_cell):
+        setattr(function, "has_side_effects", True)  # noqa: B010 - IPython reads it
     magics: dict[str, Callable[..., None]] = {
         "model": _model,
         "protocol": _protocol,

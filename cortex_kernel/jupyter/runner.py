@@ -28,7 +28,7 @@ from ..model_options import ModelOptions, add_model_arguments, options_from_args
 from .approvals import ViewApprover
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
-from .viewstate import escape_math
+from .viewstate import TerminalView, escape_math
 
 if TYPE_CHECKING:
     from ..runtime.ports import Model
@@ -133,6 +133,9 @@ class AgentRunner:
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop the runs use
+        # Set by the kernel per cell: the client is a terminal (jupyter console),
+        # which shows a display once and ignores its updates.
+        self.terminal = False
         self._session: Session | None = None
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
         shell.events.register("pre_run_cell", self._pre_run_cell)
@@ -299,9 +302,13 @@ class AgentRunner:
             view.state.apply({"type": "warning", "message": str(note)})
         handle = display(view, display_id=True)  # type: ignore[no-untyped-call]
 
+        terminal = TerminalView(view.state) if self.terminal else None
+
         def on_event(event: Any) -> None:
             try:
                 view.push(event)
+                if terminal is not None:
+                    terminal.push(event)
             except Exception:  # a view bug must never break the run
                 log.exception("cortex view failed on %r", getattr(event, "type", event))
 
@@ -321,6 +328,8 @@ class AgentRunner:
                 session.model = previous_model
             session.protocol = previous_protocol
             view.finish(handle)
+            if terminal is not None:
+                terminal.finish()
         if result is None and session.last_result is not before:
             result = session.last_result  # the interrupted run, settled as cancelled
         if result is not None:

@@ -37,6 +37,7 @@ from typing import Any
 __all__ = [
     "STATE_ICONS",
     "RunState",
+    "TerminalView",
     "escape_math",
     "render_html",
     "render_markdown",
@@ -477,6 +478,16 @@ def _node_label(node: dict[str, Any]) -> str:
     return label
 
 
+def _text_line(node: dict[str, Any], depth: int) -> str:
+    icon = STATE_ICONS.get(node["state"], "?")
+    line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}"
+    if node.get("deps"):
+        line += f" <- {', '.join(node['deps'])}"
+    if (node.get("approval") or {}).get("decision"):
+        line += f" [{node['approval']['decision']}]"
+    return line
+
+
 def render_text(doc: dict[str, Any]) -> str:
     """A stable plain-text summary: status and the action tree, no timings."""
     lines = [f"Cortex run [{doc['status']}]"]
@@ -484,13 +495,7 @@ def render_text(doc: dict[str, Any]) -> str:
 
     def walk(parent: str | None, depth: int) -> None:
         for node in tree.get(parent, []):
-            icon = STATE_ICONS.get(node["state"], "?")
-            line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}"
-            if node.get("deps"):
-                line += f" <- {', '.join(node['deps'])}"
-            if (node.get("approval") or {}).get("decision"):
-                line += f" [{node['approval']['decision']}]"
-            lines.append(line)
+            lines.append(_text_line(node, depth))
             walk(node["id"], depth + 1)
 
     walk(None, 1)
@@ -599,3 +604,36 @@ def render_html(doc: dict[str, Any]) -> str:
     )
     out.append("</div>")
     return "".join(out).replace("$", _DOLLAR_HTML)
+
+
+class TerminalView:
+    """The run's plain-text view for terminals (``jupyter console``), as it changes.
+
+    A terminal prints a display once (``Cortex run [running]``) and ignores
+    its updates, so the changes are printed instead: one line per action
+    state change, then the final :func:`render_text`.
+
+    Parameters
+    ----------
+    state
+        The :class:`RunState` the widget view folds events into (read, not written).
+    """
+
+    _SHOWN = frozenset(
+        {"action_started", "action_succeeded", "action_failed", "action_skipped"}
+        | {"action_cancelled"}
+    )
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def push(self, event: Any) -> None:
+        """Print the line of the action ``event`` changed (after the state took it)."""
+        data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
+        node = self.state.doc["nodes"].get(data.get("id"))
+        if data.get("type") in self._SHOWN and node is not None:
+            print(_text_line(node, 1), flush=True)
+
+    def finish(self) -> None:
+        """Print the final state."""
+        print(render_text(self.state.doc), flush=True)
