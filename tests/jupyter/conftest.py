@@ -204,6 +204,33 @@ def dump(result: CellResult) -> str:
     return json.dumps([(m["msg_type"], m["content"]) for m in result.iopub], default=str)[:4000]
 
 
+@pytest.fixture(scope="module")
+def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
+    """One Cortex kernel per test module, on the ``answer.jsonl`` replay model."""
+    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
+    kernel = Kernel(cortex_kernelspec, env)
+    yield kernel
+    kernel.shutdown()
+
+
+def notebook_json(*sources: str, tags: dict[int, list[str]] | None = None) -> str:
+    """A Cortex notebook (nbformat 4.5) with one code cell per source."""
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"cell-{index}",
+            "metadata": {"tags": (tags or {}).get(index, [])},
+            "outputs": [],
+            "source": source,
+        }
+        for index, source in enumerate(sources)
+    ]
+    kernelspec = {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
+    notebook = {"cells": cells, "metadata": {"kernelspec": kernelspec}, "nbformat": 4}
+    return json.dumps({**notebook, "nbformat_minor": 5})
+
+
 @pytest.fixture
 def kernel_factory() -> Iterator[Any]:
     kernels: list[Kernel] = []

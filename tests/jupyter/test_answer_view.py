@@ -8,29 +8,19 @@ thoughts and the footer tell the truth while and after the run streams.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, notebook_json
 
 pytestmark = pytest.mark.kernel
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(scope="module")
-def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
-    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
 
 
 def _final_view(result: object) -> dict[str, str]:
@@ -123,25 +113,8 @@ def test_finished_run_is_a_static_view(cortex: Kernel) -> None:
 def test_nbconvert_html_has_the_view_offline(
     cortex_kernelspec: str, replay_dir: Path, tmp_path: Path
 ) -> None:
-    notebook = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": "ask",
-                "metadata": {},
-                "outputs": [],
-                "source": "What is x?",
-            }
-        ],
-        "metadata": {
-            "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
     path = tmp_path / "ask.ipynb"
-    path.write_text(json.dumps(notebook), encoding="utf-8")
+    path.write_text(notebook_json("What is x?"), encoding="utf-8")
     env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
     command = [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute"]
     subprocess.run([*command, str(path)], check=True, env=env, capture_output=True, timeout=120)

@@ -17,6 +17,7 @@ from the static view stored in the file (no "Error displaying widget").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -84,6 +85,20 @@ def _ensure_chromium() -> None:
 @pytest.fixture
 def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[dict[str, Any]]:
     """A JupyterLab server on 127.0.0.1 with one agent notebook, in a temp root."""
+    with _serve(tmp_path, replay_dir, "jupyterlab") as server:
+        yield server
+
+
+@pytest.fixture
+def notebook7(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[dict[str, Any]]:
+    """A Notebook 7 server with the same notebook (skipped when it is not installed)."""
+    pytest.importorskip("notebook", minversion="7")
+    with _serve(tmp_path, replay_dir, "notebook") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _serve(tmp_path: Path, replay_dir: Path, app: str) -> Iterator[dict[str, Any]]:
     root = tmp_path / "root"
     root.mkdir()
     # A plain message cell of the Cortex kernel; the model comes from the
@@ -126,11 +141,12 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
         "CORTEX_MODEL": f"replay:{replay_dir}/view_demo.jsonl?tps=30",
     }
     port = _free_port()
+    app_class = "LabApp" if app == "jupyterlab" else "JupyterNotebookApp"
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "jupyterlab",
+            app,
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
@@ -138,9 +154,9 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            f"--{app_class}.expose_app_in_browser=True",
+            f"--{app_class}.user_settings_dir={tmp_path / 'settings'}",
+            f"--{app_class}.workspaces_dir={tmp_path / 'workspaces'}",
             "--FileContentsManager.delete_to_trash=False",
         ],
         env=env,
@@ -157,10 +173,11 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
             except OSError:
                 if time.monotonic() > deadline or server.poll() is not None:
                     log = (tmp_path / "server.log").read_text(errors="replace")
-                    raise RuntimeError(f"JupyterLab did not start:\n{log[-3000:]}") from None
+                    raise RuntimeError(f"{app} did not start:\n{log[-3000:]}") from None
                 time.sleep(0.2)
+        path = "lab/tree" if app == "jupyterlab" else "notebooks"
         yield {
-            "url": f"http://127.0.0.1:{port}/lab/tree/view.ipynb?token={TOKEN}",
+            "url": f"http://127.0.0.1:{port}/{path}/view.ipynb?token={TOKEN}",
             "api": f"http://127.0.0.1:{port}/api",
             "tmp": tmp_path,
             "notebook": root / "view.ipynb",
@@ -173,6 +190,30 @@ def lab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[di
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def _launch(p: Any, tmp: Path) -> Any:
+    """Debian's Chromium, headless, quiet on a closed network, its files under ``tmp``."""
+    return p.chromium.launch_persistent_context(
+        str(tmp / "chromium-profile"),
+        executable_path=str(CHROMIUM),
+        headless=True,
+        viewport={"width": 1100, "height": 800},
+        env={
+            **os.environ,
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
+        },
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    )
 
 
 def _wait_idle(page: Any) -> None:
@@ -204,26 +245,7 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
 
     tmp: Path = lab["tmp"]
     with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp / "chromium-profile"),
-            executable_path=str(CHROMIUM),
-            headless=True,
-            viewport={"width": 1100, "height": 800},
-            env={
-                **os.environ,
-                "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-                "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
-            },
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        context = _launch(p, tmp)
         try:
             context.add_init_script(OBSERVER)
             page = context.pages[0] if context.pages else context.new_page()
@@ -303,3 +325,23 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
     if os.environ.get("CORTEX_UPDATE_SCREENSHOT"):
         shutil.copy(shot, ROOT / "docs" / "view.png")
         shutil.copy(running_shot, ROOT / "docs" / "view-running.png")
+
+
+def test_python_cells_highlighted_in_notebook7(notebook7: dict[str, Any]) -> None:
+    """Notebook 7 loads the same prebuilt extension: %%python cells are Python."""
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    tmp: Path = notebook7["tmp"]
+    with sync_playwright() as p:
+        context = _launch(p, tmp)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(notebook7["url"])
+            _wait_idle(page)
+            python_cell = page.locator(".jp-Cell").nth(2)
+            python_cell.locator(".cm-content span", has_text="def").first.wait_for(timeout=30_000)
+            message_spans = page.locator(".jp-Cell").first.locator(".cm-content span").count()
+        finally:
+            context.close()
+    assert message_spans == 0

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import notebook_json
+
 pytestmark = pytest.mark.kernel
 
 # prompt_toolkit colours the prompts: "In [" ESC… "3" ESC… "]: ".
@@ -127,31 +129,15 @@ def test_papermill_parameters_and_relative_replay_path(
     for name in ("answer.jsonl", "sub.jsonl"):
         shutil.copy(replay_dir / name, folder / "data" / name)
 
-    def cell(source: str, tags: list[str] | None = None) -> dict[str, Any]:
-        return {
-            "cell_type": "code",
-            "execution_count": None,
-            "id": f"c{abs(hash(source)) % 10**8}",
-            "metadata": {"tags": tags or []},
-            "outputs": [],
-            "source": source,
-        }
-
-    notebook = {
-        "cells": [
-            cell("%%python\nanimal = 'cat'", ["parameters"]),
-            cell("%model replay:data/answer.jsonl"),
-            cell("Tell me about {animal}."),
-            cell("%%python\nprint(_run.events[0].message)"),
-        ],
-        "metadata": {
-            "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    notebook = notebook_json(
+        "%%python\nanimal = 'cat'",
+        "%model replay:data/answer.jsonl",
+        "Tell me about {animal}.",
+        "%%python\nprint(_run.events[0].message)",
+        tags={0: ["parameters"]},
+    )
     source = folder / "ask.ipynb"
-    source.write_text(json.dumps(notebook), encoding="utf-8")
+    source.write_text(notebook, encoding="utf-8")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     out = elsewhere / "out.ipynb"

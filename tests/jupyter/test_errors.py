@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ def ratio(a: float, b: float) -> float:
     \"\"\"Divide a by b.\"\"\"
     return _divide(a, b)
 """
-
-
-@pytest.fixture(scope="module")
-def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
-    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
 
 
 def _no_model_env() -> dict[str, str]:

@@ -8,23 +8,11 @@ and the kernelspec agree about the debugger.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from .conftest import Kernel, dump
 
 pytestmark = pytest.mark.kernel
-
-
-@pytest.fixture(scope="module")
-def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
-    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -18,14 +17,6 @@ HISTORY_LEN = (
     "%%python\nfrom cortex_kernel.jupyter.runner import runner_for\n"
     "print(len(runner_for(get_ipython()).session.history()))"
 )
-
-
-@pytest.fixture(scope="module")
-def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
-    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
 
 
 def test_kernel_info(cortex: Kernel) -> None:
