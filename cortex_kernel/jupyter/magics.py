@@ -33,12 +33,12 @@ the Cortex kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``,
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..model_options import ModelOptions, parse_model_line
+from ..runtime.transcript import default_transcript_dir, open_private
 from ..safejson import safe_repr
 from .runner import CELL_ERRORS, runner_for
 
@@ -262,19 +262,25 @@ def _variables(line: str) -> None:
 
 
 def _transcript(line: str) -> None:
-    """%transcript [path|export FILE] — the last run's transcript, or all runs' into FILE."""
+    """%transcript [path|export FILE] — where transcripts go and the last one,
+    just the last one's path, or all runs' into FILE (created 0600)."""
     runner = runner_for(_shell())
     words = line.split(maxsplit=1)
     paths = [r.transcript for r in runner.results if r.transcript is not None]
-    if not words or words[0] == "path":
-        print(paths[-1] if paths else "(no transcript yet: run an agent cell first)")
+    last = paths[-1] if paths else "(no transcript yet: run an agent cell first)"
+    if not words:
+        folder = runner.session.transcript_dir or default_transcript_dir()
+        print(f"transcripts: {folder} (private: folder 0700, files 0600)")
+        print(f"last run: {last}")
+        return
+    if words[0] == "path":
+        print(last)
         return
     if words[0] == "export" and len(words) == 2:
         target = Path(words[1].strip()).expanduser()
-        with target.open("wb") as out:
+        with open_private(target) as out:
             for path in paths:
-                with Path(path).open("rb") as source:
-                    shutil.copyfileobj(source, out)
+                out.write(Path(path).read_text(encoding="utf-8", errors="backslashreplace"))
         print(f"{len(paths)} run transcript(s) written to {target}")
         return
     print("usage: %transcript [path|export FILE]")

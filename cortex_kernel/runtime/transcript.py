@@ -2,8 +2,12 @@
 
 One file per run, ``<run_id>.transcript.jsonl``, in the session's
 ``transcript_dir``; by default ``$CORTEX_TRANSCRIPT_DIR`` or, failing that,
-``<tempdir>/cortex-kernel/transcripts`` (a run must never litter the
-notebook's folder unasked).
+the platform's per-user state folder (``~/.local/state/cortex-kernel/transcripts``
+on Linux, ``~/Library/Application Support/cortex-kernel/transcripts`` on
+macOS, ``%LOCALAPPDATA%\\cortex-kernel\\transcripts`` on Windows). A run never
+litters the notebook's folder unasked, and never a shared temp folder:
+transcripts hold what the model saw, so folders are created ``0700`` and
+files ``0600`` (the default folder is made private even if it existed).
 
 Lines are events (``parse_event`` reads them back) and one extra record per
 turn, which is not an event::
@@ -20,21 +24,60 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import stat
 from pathlib import Path
 from typing import IO, Any
 
+from platformdirs import user_state_dir
+
 from .ports import ToolCall
 
-__all__ = ["TranscriptWriter", "default_transcript_dir", "read_model_turns"]
+__all__ = [
+    "TranscriptWriter",
+    "default_transcript_dir",
+    "open_private",
+    "private_dir",
+    "read_model_turns",
+]
 
 
 def default_transcript_dir() -> Path:
     """Where transcripts go when the session names no folder."""
     env = os.environ.get("CORTEX_TRANSCRIPT_DIR")
     if env:
-        return Path(env)
-    return Path(tempfile.gettempdir()) / "cortex-kernel" / "transcripts"
+        return Path(env).expanduser()
+    return Path(user_state_dir("cortex-kernel")) / "transcripts"
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and its parents) readable by its owner only.
+
+    New folders are ``0700``. An existing default folder of ours is tightened
+    to ``0700``; a folder the user named (``$CORTEX_TRANSCRIPT_DIR``) is left
+    as they made it.
+    """
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for created in missing:  # mkdir's mode applies to the leaf only
+        os.chmod(created, 0o700)
+    if path == Path(user_state_dir("cortex-kernel")) / "transcripts":
+        for folder in (path, path.parent):
+            info = folder.stat()
+            owner = os.getuid() if hasattr(os, "getuid") else info.st_uid
+            if info.st_uid == owner and stat.S_IMODE(info.st_mode) & 0o077:
+                os.chmod(folder, 0o700)
+    return path
+
+
+def open_private(path: Path, mode: str = "w") -> IO[str]:
+    """Open a text file (UTF-8) that only its owner can read: created ``0600``."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    if hasattr(os, "fchmod"):  # an existing file keeps its mode through os.open
+        os.fchmod(fd, 0o600)
+    # backslashreplace: a surrogate inside a JSON string becomes its exact
+    # \udxxx escape, so a line is always written and reads back the same.
+    return os.fdopen(fd, mode, encoding="utf-8", errors="backslashreplace")
 
 
 class TranscriptWriter:
@@ -48,17 +91,15 @@ class TranscriptWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # backslashreplace: a surrogate inside a JSON string becomes its exact
-        # \udxxx escape, so a line is always written and reads back the same.
-        self._file: IO[str] | None = path.open("w", encoding="utf-8", errors="backslashreplace")
+        private_dir(path.parent)
+        self._file: IO[str] | None = open_private(path)
         self.error: str | None = None
 
     def write_line(self, line: str) -> None:
         """Write one JSON line (reopening in append mode once closed)."""
         try:
             if self._file is None:
-                with self.path.open("a", encoding="utf-8", errors="backslashreplace") as late:
+                with open_private(self.path, "a") as late:
                     late.write(line + "\n")
                 return
             self._file.write(line + "\n")
