@@ -127,6 +127,8 @@ def _configure(
     """The manifest's part of the session: name, instructions, tools, declared-only types."""
     session.agent_name = spec.name
     session.instructions = spec.instructions
+    session.read_notebook = session.read_notebook or spec.read_notebook
+    session.llm_models = frozenset(spec.llm_models)
     build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
     declared = {
         ActionType.AGENT: ("sub-agents", [a.name for a in spec.sub_agents]),

@@ -334,6 +334,15 @@ class AgentManifest(_Strict):
     workflows: list[WorkflowSpec] = Field(default_factory=list)
     context_feeds: list[FeedSpec] = Field(default_factory=list)
     internal_actions: list[InternalAction] = Field(default_factory=_default_internal)
+    read_notebook: bool = Field(
+        default=False,
+        description="let $name in model output read the notebook's own variables (off: only "
+        "values agent actions produced)",
+    )
+    llm_models: list[str] = Field(
+        default_factory=list,
+        description="models an llm action may name besides the agent's own",
+    )
     limits: LimitsSpec = LimitsSpec()
     executors: ExecutorSettings = ExecutorSettings()
 

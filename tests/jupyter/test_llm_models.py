@@ -79,3 +79,28 @@ def test_a_replay_session_may_use_replay_sub_models(kernel: Kernel, tmp_path: Pa
     result = kernel.run(f"%%agent --model replay:{turns}\ngo")
     assert result.status == "ok", dump(result)
     assert result.result_data()["text/plain"] == "from the sub model"
+
+
+def test_a_manifest_lists_the_models_llm_actions_may_use(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text("model: openai/main\nllm_models: [openai/helper]\n", encoding="utf-8")
+    with FakeOpenAI() as server:
+        server.stream(llm("h", "openai/helper").replace('mode="async"', 'mode="sync"'))
+        server.stream("from the helper")
+        server.stream("<response>$h</response>")
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env.update(OPENAI_API_BASE=server.api_base, OPENAI_API_KEY="sk-local-test-key")
+        done = subprocess.run(
+            [sys.executable, "-m", "cortex_kernel", "run", "go", "--manifest", str(manifest)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        models = [r.body["model"] for r in server.requests]
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["answer"] == "from the helper"
+    assert models == ["main", "helper", "main"]

@@ -188,3 +188,15 @@ def test_output_key_never_overwrites_a_user_tool(kernel: Kernel, tmp_path: Path)
         "<response>$p2</response>",
     )
     assert agent(kernel, model).result_data()["text/plain"] == "1000"
+
+
+def test_a_manifest_grants_reading_the_notebook(kernel: Kernel, tmp_path: Path) -> None:
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text("read_notebook: true\n", encoding="utf-8")
+    kernel.python("%%python\nprices = [3, 4]")
+    model = replay(tmp_path, "<response>$prices</response>")
+    refused = agent(kernel, model)
+    assert refused.result_data()["text/plain"] == "$prices"  # not granted: left as written
+    kernel.python(f"%manifest {manifest}")
+    granted = agent(kernel, model)
+    assert granted.result_data()["text/plain"] == "[3, 4]"

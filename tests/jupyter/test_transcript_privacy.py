@@ -1,4 +1,4 @@
-"""Transcripts hold what the model saw: a per-user state folder, 0700/0600, and %transcript says so."""
+"""Transcripts hold what the model saw: a private per-user folder, and %transcript says where."""
 
 from __future__ import annotations
 
