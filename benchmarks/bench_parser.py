@@ -139,7 +139,12 @@ def _run_stdlib(chunks: list[str]) -> tuple[float, int]:
 
 
 def _run_stdlib_json(chunks: list[str]) -> tuple[float, int]:
-    """The XMLPullParser baseline plus ``json.loads`` of each action body at its end."""
+    """The XMLPullParser baseline plus ``json.loads`` of each action body at its end.
+
+    Written out beside :func:`_run_stdlib` rather than sharing a loop with a
+    per-event hook: a call per chunk would slow the bare baseline by a
+    quarter at chunks of 4 and flatter our ratio.
+    """
     clock = _CPU_CLOCK
     count = 0
     started = clock()
