@@ -11,7 +11,6 @@ picks a prompt.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from .llm.prompt import ProtocolPrompt
 from .manifest import AgentManifest, default_agent, load_manifest
 from .model_options import ModelOptions
 from .protocol.models import ActionType
+from .runtime.feeds import FeedRegistry
 from .runtime.limits import Limits
 from .runtime.ports import Model, protocol_named
 from .runtime.session import Session
@@ -50,6 +50,13 @@ def resolve(
 def _resolve_named(name: str) -> Model:
     # The model an ``llm`` action names: plain, like ``%model NAME``.
     return resolve_model(name)
+
+
+def _count_tokens(text: str) -> int:
+    # Imported on first use: litellm costs seconds, and most feeds set no max_tokens.
+    from .llm.litellm_model import text_tokens
+
+    return text_tokens(text)
 
 
 def build_session(
@@ -113,6 +120,7 @@ def build_session(
     kw.setdefault("allowed_internal", frozenset(spec.internal_actions) & INTERNAL_ACTIONS)
     kw.setdefault("resolve_model", _resolve_named)
     kw.setdefault("limits", Limits(**spec.limits.model_dump(exclude_none=True)))
+    kw.setdefault("feeds", FeedRegistry(spec.context_feeds, count_tokens=_count_tokens))
     merged = spec.model.options().merged(options)
     chosen_model = model if model is not None else spec.model.name
     session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
@@ -141,10 +149,3 @@ def _configure(
                 f"{action_type.value} actions are not available in this version yet: "
                 f"{source} declares {what} ({', '.join(names)}), but running them comes later"
             )
-    if spec.context_feeds:
-        warnings.warn(
-            f"{source} declares context feeds ({', '.join(f.id for f in spec.context_feeds)}); "
-            "context feeds are not available in this version yet, so the agent runs without them",
-            UserWarning,
-            stacklevel=3,
-        )

@@ -52,6 +52,9 @@ from .exceptions import ConfigError
 from .model_options import ModelOptions
 
 __all__ = [
+    "ACTION_SOURCES",
+    "FEED_SOURCES",
+    "INTERNAL_FEEDS",
     "SCHEMA_PATH",
     "AgentManifest",
     "Approvals",
@@ -61,6 +64,7 @@ __all__ = [
     "DockerSettings",
     "DockerTool",
     "ExecutorSettings",
+    "FeedSpec",
     "FilesBuiltin",
     "LimitsSpec",
     "ManifestFile",
@@ -290,12 +294,56 @@ class WorkflowSpec(_Strict):
     steps: list[WorkflowStep] = Field(min_length=1)
 
 
+#: Feed source kinds run as an action of the same type.
+ACTION_SOURCES = ("tool", "llm", "relic", "workflow")
+FEED_SOURCES = ("internal", *ACTION_SOURCES, "callable")
+INTERNAL_FEEDS = ("system_clock", "notebook_variables", "run_status")
+
+
 class FeedSpec(_Strict):
-    """A context feed declared up front."""
+    """A context feed: where its text comes from, how often, and how much of it.
+
+    ``source`` has exactly one of ``internal`` (``system_clock``,
+    ``run_status``, ``notebook_variables``), ``tool``, ``llm``, ``relic``,
+    ``workflow`` (with ``parameters``) or ``callable`` (``module:function``);
+    see :mod:`cortex_kernel.runtime.feeds`.
+    """
 
     id: str = Field(pattern=_NAME)
-    type: str
+    type: Literal["on_demand", "periodic", "internal"] = "on_demand"
     source: dict[str, Any] = Field(default_factory=dict)
+    ttl: float = Field(default=0.0, ge=0, description="on_demand: seconds a value is reused")
+    interval: float = Field(default=30.0, gt=0, description="periodic: seconds between fetches")
+    max_bytes: int = Field(default=4000, ge=64)
+    max_tokens: int | None = Field(default=None, ge=1)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FeedSpec:
+        kinds = [kind for kind in FEED_SOURCES if kind in self.source]
+        if not kinds and self.type == "internal" and self.id in INTERNAL_FEEDS:
+            return self
+        if len(kinds) != 1:
+            raise ValueError(
+                f"source needs exactly one of {', '.join(FEED_SOURCES)} "
+                f"(got {', '.join(sorted(self.source)) or 'no field'})"
+            )
+        if kinds[0] == "internal" and self.source["internal"] not in INTERNAL_FEEDS:
+            raise ValueError(
+                f"unknown internal source {self.source['internal']!r}; "
+                f"known: {', '.join(INTERNAL_FEEDS)}"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The source kind (``internal``, ``tool``, ``callable``…)."""
+        return next((k for k in FEED_SOURCES if k in self.source), "internal")
+
+    @property
+    def internal_name(self) -> str:
+        """The built-in source of an ``internal`` feed."""
+        return str(self.source.get("internal", self.id))
 
 
 InternalAction = Literal[
@@ -311,7 +359,8 @@ InternalAction = Literal[
 
 
 def _default_internal() -> list[InternalAction]:
-    return ["set_variable", "delete_variable", "list_variables"]
+    # SPEC §2.1: reading feeds and setting variables; the rest must be granted.
+    return ["set_variable", "list_context_feeds", "list_variables"]
 
 
 class AgentManifest(_Strict):

@@ -216,10 +216,10 @@ def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_pat
         "a.yaml",
         f"model: 'replay:{turns}'\nsub_agents: [{{name: critic}}]\n"
         "relics: [{name: db, kind: sqlite}]\n"
-        "context_feeds: [{id: news, type: url}]\n",
+        "context_feeds: [{id: news, type: internal, source: {internal: system_clock}}]\n",
     )
-    with pytest.warns(UserWarning, match=r"context feeds \(news\).*not available"):
-        session = build_session(manifest=path)
+    session = build_session(manifest=path)
+    assert [spec.id for spec in session.feeds.specs] == ["news"]
     check = session.executors[ActionType.AGENT].check
     message = check(Action(type=ActionType.AGENT, id="a1", body={"name": "critic"}), None)  # type: ignore[arg-type]
     assert message is not None and "declares sub-agents (critic)" in message

@@ -1,8 +1,21 @@
 """``internal`` actions: change the run itself, each one allowed or blocked by the manifest.
 
-Available now: ``set_variable`` ``{"name", "value"}``, ``delete_variable``
-``{"name"}`` and ``list_variables`` ``{}``. The context-feed actions of SPEC
-§2.1 are rejected with a message until feeds exist.
+The seven operations of SPEC §2.1 and ``list_variables``:
+
+- ``set_variable`` ``{"name", "value"}``, ``delete_variable`` ``{"name"}``,
+  ``list_variables`` ``{}``;
+- ``add_context_feed`` ``{"id", "type", "source", "ttl"?, "interval"?,
+  "max_bytes"?, "max_tokens"?}``, ``update_context_feed`` ``{"id", …fields}``,
+  ``remove_context_feed`` ``{"id"}``, ``list_context_feeds`` ``{}`` (see
+  :mod:`cortex_kernel.runtime.feeds`);
+- ``clear_context`` ``{}``: forget the conversation of earlier runs (this
+  run's message and turns stay, so the model still knows its task).
+
+By default only ``set_variable``, ``list_context_feeds`` and
+``list_variables`` are allowed (:data:`DEFAULT_INTERNAL_ACTIONS`); a
+manifest's ``internal_actions`` changes that. A blocked call is an
+``action_error`` the model sees, and every call, allowed or blocked, is an
+``internal_action`` audit event in the transcript.
 
 The notebook is the user's: ``set_variable`` takes a valid identifier that
 is no keyword, dunder, ``_``-name or builtin (else an ``action_error``); over
@@ -13,42 +26,45 @@ only what the agent bound.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ..exceptions import ActionError
 from ..protocol.models import Action
+from ..runtime.feeds import FeedRegistry, feed_spec
 from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.run_events import InternalAudit
 from ..runtime.variables import invalid_variable_name
 
 __all__ = ["DEFAULT_INTERNAL_ACTIONS", "INTERNAL_ACTIONS", "InternalExecutor"]
 
-INTERNAL_ACTIONS = frozenset({"set_variable", "delete_variable", "list_variables"})
-FUTURE_ACTIONS = frozenset(
-    {
-        "add_context_feed",
-        "remove_context_feed",
-        "update_context_feed",
-        "list_context_feeds",
-        "clear_context",
-    }
+FEED_ACTIONS = frozenset(
+    {"add_context_feed", "remove_context_feed", "update_context_feed", "list_context_feeds"}
 )
-DEFAULT_INTERNAL_ACTIONS = INTERNAL_ACTIONS
+INTERNAL_ACTIONS = frozenset(
+    {"set_variable", "delete_variable", "list_variables", "clear_context", *FEED_ACTIONS}
+)
+#: SPEC §2.1's default: reading feeds and setting variables (and listing them).
+DEFAULT_INTERNAL_ACTIONS = frozenset({"set_variable", "list_context_feeds", "list_variables"})
 
 
 class InternalExecutor(Executor):
     """Runs the internal actions the context allows."""
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
-        """Unknown, unavailable or forbidden internal actions are an ``action_error``."""
+        """Unknown or forbidden internal actions are an ``action_error`` (and a blocked audit)."""
         name = action.name
-        if name in FUTURE_ACTIONS:
-            return f"internal action '{name}' is not available in this runtime yet"
         if name not in INTERNAL_ACTIONS:
             return f"unknown internal action '{name}'; known: {', '.join(sorted(INTERNAL_ACTIONS))}"
         if name not in context.allowed_internal:
-            return (
-                f"internal action '{name}' is not allowed for this agent (the manifest blocks it)"
+            allowed = ", ".join(sorted(context.allowed_internal)) or "none"
+            message = (
+                f"internal action '{name}' is not allowed for this agent (the manifest blocks "
+                f"it; allowed: {allowed})"
             )
+            _audit(context, action, name, "blocked", message)
+            return message
+        if name in FEED_ACTIONS and context.feeds is None:
+            return f"internal action '{name}': this session has no context feeds"
         var = action.parameters.get("name")
         if name in ("set_variable", "delete_variable") and not isinstance(var, str):
             return f'{name} needs a "name" string parameter'
@@ -59,10 +75,29 @@ class InternalExecutor(Executor):
         return None
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
-        """Apply the action; the result tells the model what changed."""
+        """Apply the action (audited); the result tells the model what changed."""
         parameters = body.get("parameters")
         params: dict[str, Any] = parameters if isinstance(parameters, dict) else {}
-        name = body.get("name", action.name)
+        name = str(body.get("name", action.name))
+        try:
+            result = self._apply(action, name, params, context)
+        except Exception as exc:
+            _audit(context, action, name, "error", str(exc), params)
+            raise
+        _audit(context, action, name, "ok", "", params)
+        return result
+
+    def _apply(
+        self, action: Action, name: str, params: dict[str, Any], context: ExecutionContext
+    ) -> Any:
+        if name in FEED_ACTIONS:
+            assert context.feeds is not None  # check() refused it otherwise
+            return _feed_action(context.feeds, name, params)
+        if name == "clear_context":
+            if context.clear_context is None:
+                raise ActionError("clear_context: this session keeps no conversation")
+            dropped = context.clear_context()
+            return f"context cleared: {dropped} earlier messages forgotten"
         if name == "set_variable":
             var = str(params["name"])
             invalid = invalid_variable_name(var)  # again: the name may have been a $reference
@@ -97,3 +132,41 @@ class InternalExecutor(Executor):
                 if not key.startswith("_")
             }
         raise ActionError(f"unknown internal action '{name}'", action_id=action.id)
+
+
+def _feed_action(feeds: FeedRegistry, name: str, params: dict[str, Any]) -> Any:
+    if name == "list_context_feeds":
+        return feeds.describe()
+    feed_id = params.get("id")
+    if not isinstance(feed_id, str):
+        raise ActionError(f'{name} needs an "id" string parameter')
+    if name == "add_context_feed":
+        feeds.add(feed_spec(params))
+        return f"context feed '{feed_id}' added; it is in the prompt from the next turn"
+    if name == "update_context_feed":
+        changes = {key: value for key, value in params.items() if key != "id"}
+        feeds.update(feed_id, changes)
+        return f"context feed '{feed_id}' updated"
+    feeds.remove(feed_id)
+    return f"context feed '{feed_id}' removed"
+
+
+def _audit(
+    context: ExecutionContext,
+    action: Action,
+    name: str,
+    outcome: Literal["ok", "error", "blocked"],
+    message: str,
+    parameters: dict[str, Any] | None = None,
+) -> None:
+    context.emit(
+        InternalAudit(
+            t=context.clock(),
+            id=action.id,
+            name=name,
+            parameters=parameters if parameters is not None else action.parameters,
+            allowed=outcome != "blocked",
+            outcome=outcome,
+            message=message,
+        )
+    )

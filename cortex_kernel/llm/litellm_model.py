@@ -52,10 +52,25 @@ from ..runtime.tool_calls import tool_calls_to_protocol
 from .errors import is_retryable, map_error, retry_after_seconds
 from .function_calling import ToolCallAccumulator, tools_for_provider
 
-__all__ = ["LiteLLMCompletion", "LiteLLMModel", "aload_litellm", "load_litellm"]
+__all__ = [
+    "LiteLLMCompletion",
+    "LiteLLMModel",
+    "aload_litellm",
+    "load_litellm",
+    "text_tokens",
+]
 
 _configured = False
 _lock = threading.Lock()
+
+
+def text_tokens(text: str) -> int:
+    """Tokens of ``text`` by litellm's offline counter (its default tokenizer).
+
+    Used for the ``max_tokens`` limit of context feeds; litellm is imported
+    on the first call only.
+    """
+    return int(load_litellm().token_counter(text=text))
 
 
 def load_litellm() -> Any:

@@ -53,6 +53,8 @@ from .drift import (
     provisional_answer,
     repair_message,
 )
+from .feed_run import RunFeeds, run_status
+from .feeds import FeedRegistry
 from .limits import Limits, usage_limit_message
 from .ports import (
     CompletionRequest,
@@ -165,6 +167,12 @@ class RunContext:
         included (the run's messages join the history).
     track
         Called with the run's scheduler (the session waits for its background work).
+    feeds
+        The session's context feeds (refreshed before every turn).
+    feed_providers
+        Built-in feed sources the host fills (the kernel's ``notebook_variables``).
+    clear_history
+        Forgets the conversation of earlier runs (``clear_context``).
     """
 
     model: Model
@@ -183,6 +191,9 @@ class RunContext:
     background: TaskGroup | None = None
     commit: Callable[[Run, RunResult], None] = _ignore
     track: Callable[[Scheduler], None] = _ignore
+    feeds: FeedRegistry | None = None
+    feed_providers: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
+    clear_history: Callable[[], None] = _ignore
 
 
 class Run:
@@ -221,6 +232,13 @@ class Run:
         self.failures = RepeatedFailures()
         self.last_thought = ""
         self.scheduler: Scheduler | None = None
+        self.feeds = RunFeeds(
+            context.feeds,
+            emit=self.emit,
+            clock=self.clock,
+            allowed_internal=context.allowed_internal,
+            providers={"run_status": self._run_status, **context.feed_providers},
+        )
         self._t0 = time.monotonic()
         self._turn = 0
         self._transcript_path = transcript
@@ -284,6 +302,8 @@ class Run:
                         allowed_internal=context.allowed_internal,
                         extra=dict(context.extra),
                         llm_models=context.llm_models,
+                        feeds=context.feeds,
+                        clear_context=self._clear_context,
                     ),
                 )
                 self.scheduler = Scheduler(
@@ -297,6 +317,7 @@ class Run:
                     background=context.background,
                 )
                 context.track(self.scheduler)
+                self.feeds.start(tg, executors)
                 with anyio.move_on_after(self.limits.wall_time) as wall:
                     try:
                         status, message, answer = await self._turns()
@@ -445,6 +466,16 @@ class Run:
 
     # ----------------------------------------------------------------- turn
 
+    def _run_status(self) -> dict[str, Any]:
+        nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
+        return run_status(self._turn, self.clock(), self.usage.tokens, nodes)
+
+    def _clear_context(self) -> int:
+        dropped = len(self.prior)
+        self.prior = []
+        self.context.clear_history()
+        return dropped
+
     def _request(self, opening: list[Message]) -> CompletionRequest:
         run = self.context
         context = PromptContext(
@@ -452,6 +483,7 @@ class Run:
             instructions=run.instructions,
             tools=run.tools.specs(),
             internal_actions=sorted(run.allowed_internal),
+            feeds=self.feeds.slots(),
             protocol=run.protocol,
         )
         system = run.prompt.system_prompt(context)
@@ -491,6 +523,7 @@ class Run:
         chunks: list[str] = []
         cut_at: int | None = None
         try:
+            await self.feeds.refresh()
             request = self._request(opening)
             async with self.model.stream(request) as completion:
                 async for chunk in completion:
@@ -569,22 +602,10 @@ class Run:
                 if event.id is not None:
                     self.scheduler.reject(event.id, event.message)
             elif isinstance(event, ContextFeed):
-                # Feeds are specified (SPEC §4) but not built yet: say so to the
-                # model and the user instead of dropping the declaration.
-                error = ActionErrorEvent(
-                    span=(event.span[1], event.span[1]),
-                    t=self.clock(),
-                    turn=turn.number,
-                    id=event.feed.id,
-                    message=(
-                        f"context feed '{event.feed.id}' was not created: context feeds are "
-                        "not available in this version; ask for the information with an "
-                        "action instead"
-                    ),
-                    raw_body=event.feed.raw_body,
-                )
-                self.emit(error)
-                turn.errors.append(error)
+                error = self.feeds.declare(event)
+                if error is not None:
+                    self.emit(error.model_copy(update={"t": self.clock(), "turn": turn.number}))
+                    turn.errors.append(error)
             elif isinstance(event, Text):
                 turn.outside.append(event.text)
             elif isinstance(event, ThoughtDelta):

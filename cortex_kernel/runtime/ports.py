@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ConfigError, UnknownActionError
 from ..protocol.models import Action, ActionType
+from .feeds import FeedRegistry
 from .run_events import Usage
 from .tools import ToolRegistry
 from .variables import VariableStore
@@ -217,6 +218,10 @@ class ExecutionContext:
         Models an ``llm`` action may name besides the agent's own (the manifest's list).
     depth
         Nesting depth of the run (0 for a cell's run).
+    feeds
+        The session's context feeds (``None``: this runtime has none).
+    clear_context
+        Forgets the conversation of earlier runs (``clear_context``).
     """
 
     tools: ToolRegistry
@@ -228,6 +233,8 @@ class ExecutionContext:
     allowed_internal: frozenset[str] = frozenset()
     llm_models: frozenset[str] = frozenset()
     depth: int = 0
+    feeds: FeedRegistry | None = None
+    clear_context: Callable[[], int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

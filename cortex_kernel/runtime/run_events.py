@@ -29,6 +29,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "FeedUpdated",
+    "InternalAudit",
     "RunFinished",
     "RunStarted",
     "RunStatus",
@@ -214,6 +215,22 @@ class FeedUpdated(RuntimeEventBase):
     error: str | None = None
 
 
+class InternalAudit(RuntimeEventBase):
+    """An ``internal`` action or ``<context_feed>``: allowed or blocked, and how it went.
+
+    Every one is recorded, so the transcript is an audit trail of how the
+    model changed its own run.
+    """
+
+    type: Literal["internal_action"] = "internal_action"
+    id: str
+    name: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    allowed: bool = True
+    outcome: Literal["ok", "error", "blocked"] = "ok"
+    message: str = ""
+
+
 class RunFinished(RuntimeEventBase):
     """The run ended; ``answer`` is the final answer with its ``$var``s filled in."""
 
@@ -238,6 +255,7 @@ RuntimeEvent = Annotated[
     | ApprovalDecided
     | VariableBound
     | FeedUpdated
+    | InternalAudit
     | RunFinished,
     Field(discriminator="type"),
 ]
@@ -256,6 +274,7 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "approval_decided",
     "variable_bound",
     "feed_updated",
+    "internal_action",
     "run_finished",
 )
 

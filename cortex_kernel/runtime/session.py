@@ -29,6 +29,7 @@ import sniffio
 from anyio.abc import TaskGroup
 
 from ..protocol.models import ActionType
+from .feeds import FeedRegistry
 from .limits import Limits
 from .loop import Run, RunContext, prior_messages
 from .ports import Executor, Message, Model, ModelResolver, PromptBuilder, ProtocolName
@@ -73,6 +74,8 @@ class Session:
         Where run transcripts go (default: :func:`default_transcript_dir`).
     protocol
         ``"xml"`` (protocol text) or ``"tools"`` (native function calling).
+    feeds
+        The context feeds (default: none yet; the model or ``%feeds`` may add some).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class Session:
         transcript_dir: Path | None = None,
         protocol: ProtocolName = "xml",
         read_notebook: bool = False,
+        feeds: FeedRegistry | None = None,
     ) -> None:
         self.model = model
         self.tools = tools if tools is not None else ToolRegistry()
@@ -108,6 +112,9 @@ class Session:
         #: Decides on tool calls marked ``confirm: true`` (none: such calls are refused).
         self.approver: Any = None
         self.last_result: RunResult | None = None
+        self.feeds = feeds if feeds is not None else FeedRegistry()
+        #: Built-in feed sources the host fills (the kernel's ``notebook_variables``).
+        self.feed_providers: dict[str, Callable[[], Any]] = {}
         self._runs: dict[str, list[Message]] = {}
         self._schedulers: list[Scheduler] = []
         self._bg: TaskGroup | None = None
@@ -178,6 +185,9 @@ class Session:
             background=await self._background_group(),
             commit=self._commit,
             track=self._track,
+            feeds=self.feeds,
+            feed_providers=self.feed_providers,
+            clear_history=self.reset,
         )
         run = Run(
             context,

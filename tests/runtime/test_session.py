@@ -452,7 +452,7 @@ async def test_context_feed_declaration_is_reported_not_dropped(tmp_path: Path) 
     s = session(model, tmp_path)
     result = await s.run("go")
     errors = [e for e in result.events if e.type == "action_error"]
-    assert errors and errors[0].id == "clock" and "not available" in errors[0].message
+    assert errors and errors[0].id == "clock" and "not allowed" in errors[0].message
     # The model hears about it at the start of its next turn.
     assert "context feed 'clock' was not created" in model.requests[1].messages[-1]["content"]
     await s.aclose()

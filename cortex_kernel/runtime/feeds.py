@@ -1,0 +1,348 @@
+"""Context feeds (SPEC §4): named text placed into the system prompt at every turn.
+
+A session holds one :class:`FeedRegistry`. Each feed has a spec
+(:class:`FeedSpec`: id, type, source, limits) and a slot (its last text or
+error, when it was fetched). Before every turn the run refreshes the feeds
+that are due — an ``on_demand`` feed whose ``ttl`` ran out, an ``internal``
+feed every turn; ``periodic`` feeds are refreshed in the background every
+``interval`` seconds while a run is active (:meth:`FeedRegistry.run_periodic`)
+and the turn reads their cached value. The prompt gets the slots in id order,
+after the stable part of the system prompt, so its prefix stays cacheable.
+
+Sources, one key of the ``source`` mapping:
+
+- ``{"internal": "system_clock" | "run_status" | "notebook_variables"}``
+  (for ``type: internal`` the feed's id may name it instead);
+- ``{"tool": NAME, "parameters": {...}}``, ``{"llm": PROMPT}`` (or
+  ``{"llm": {"prompt", "model"}}``), ``{"relic": NAME, "operation": OP,
+  "parameters": {...}}``, ``{"workflow": NAME, "parameters": {...}}``: run
+  as an action of that type through the session's executors;
+- ``{"callable": "module:function", "parameters": {...}}``: a Python
+  function (sync or async) called with the parameters.
+
+A failing source puts its error in its slot (the prompt says the feed is
+unavailable and why) and the turn goes on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from ..exceptions import ActionError
+from ..manifest import ACTION_SOURCES, FEED_SOURCES, INTERNAL_FEEDS, FeedSpec
+from ..protocol.models import Action, ActionType
+from .results import render_value
+from .run_events import FeedUpdated
+
+__all__ = [
+    "ACTION_SOURCES",
+    "FEED_SOURCES",
+    "INTERNAL_FEEDS",
+    "FeedFetcher",
+    "FeedRegistry",
+    "FeedSpec",
+    "TokenCounter",
+    "call_callable",
+    "feed_action",
+    "feed_spec",
+    "source_fetcher",
+    "truncate",
+]
+
+#: Counts the tokens of a text (the composition root injects litellm's offline counter).
+TokenCounter = Callable[[str], int]
+#: Fetches a feed's value from its source.
+FeedFetcher = Callable[["FeedSpec"], Awaitable[Any]]
+
+
+def feed_spec(data: Mapping[str, Any]) -> FeedSpec:
+    """A :class:`FeedSpec` from plain data; a bad one is an ``ActionError`` naming the field."""
+    try:
+        return FeedSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "".join(f"{p}: " for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ActionError(f"invalid context feed: {where}{message}") from None
+
+
+def truncate(
+    text: str, max_bytes: int, max_tokens: int | None = None, count: TokenCounter | None = None
+) -> tuple[str, bool]:
+    """``text`` cut to ``max_bytes`` (UTF-8) and ``max_tokens``, with a marker saying so."""
+    cut = text
+    data = cut.encode("utf-8")
+    if len(data) > max_bytes:
+        cut = data[: max(max_bytes - 60, 0)].decode("utf-8", errors="ignore")
+    if max_tokens is not None and count is not None and count(cut) > max_tokens:
+        low, high = 0, len(cut)  # the longest prefix within the budget (marker included)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if count(cut[:middle]) + 12 <= max_tokens:
+                low = middle
+            else:
+                high = middle - 1
+        cut = cut[:low]
+    if cut == text:
+        return text, False
+    return f"{cut}\n[truncated: {len(text) - len(cut)} more characters]", True
+
+
+@dataclass
+class _Slot:
+    spec: FeedSpec
+    text: str = ""
+    error: str | None = None
+    fetched: float | None = None  # monotonic time of the last fetch
+    truncated: bool = False
+    calls: int = 0
+    hits: int = 0
+    busy: bool = False  # a fetch is under way (the turn and the background never both fetch)
+
+
+class FeedRegistry:
+    """The context feeds of one session.
+
+    Parameters
+    ----------
+    specs
+        Feeds declared up front (the manifest's ``context_feeds``).
+    count_tokens
+        Token counter for ``max_tokens`` (``None``: only ``max_bytes`` applies).
+    clock
+        Monotonic seconds (injectable for tests of ``ttl``).
+    """
+
+    def __init__(
+        self,
+        specs: list[FeedSpec] | tuple[FeedSpec, ...] = (),
+        *,
+        count_tokens: TokenCounter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._slots: dict[str, _Slot] = {}
+        self.count_tokens = count_tokens
+        self.clock = clock
+        for spec in specs:
+            self.add(spec)
+
+    # -- declaring ------------------------------------------------------------
+
+    def __contains__(self, feed_id: object) -> bool:
+        return feed_id in self._slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @property
+    def specs(self) -> list[FeedSpec]:
+        """The feeds, in the order the prompt shows them (by id)."""
+        return [self._slots[key].spec for key in sorted(self._slots)]
+
+    def add(self, spec: FeedSpec, *, replace: bool = False) -> None:
+        """Declare a feed; an existing id is an error unless ``replace``."""
+        if spec.id in self._slots and not replace:
+            raise ActionError(
+                f"context feed '{spec.id}' exists already; use update_context_feed to change it"
+            )
+        self._slots[spec.id] = _Slot(spec)
+
+    def update(self, feed_id: str, changes: Mapping[str, Any]) -> FeedSpec:
+        """Change some fields of a feed (its value is fetched again at the next turn)."""
+        slot = self._slot(feed_id)
+        spec = feed_spec({**slot.spec.model_dump(), **changes, "id": feed_id})
+        self._slots[feed_id] = _Slot(spec)
+        return spec
+
+    def remove(self, feed_id: str) -> None:
+        """Forget a feed."""
+        self._slot(feed_id)
+        del self._slots[feed_id]
+
+    def _slot(self, feed_id: str) -> _Slot:
+        slot = self._slots.get(feed_id)
+        if slot is None:
+            known = ", ".join(sorted(self._slots)) or "none"
+            raise ActionError(f"no context feed '{feed_id}' (feeds: {known})")
+        return slot
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Each feed's spec with its age (seconds), size and error, for ``list_context_feeds``."""
+        now = self.clock()
+        out: list[dict[str, Any]] = []
+        for spec in self.specs:
+            slot = self._slots[spec.id]
+            out.append(
+                {
+                    "id": spec.id,
+                    "type": spec.type,
+                    "source": spec.source,
+                    "age": None if slot.fetched is None else round(now - slot.fetched, 3),
+                    "chars": len(slot.text),
+                    "truncated": slot.truncated,
+                    "error": slot.error,
+                }
+            )
+        return out
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per feed: source calls made and cached reads served."""
+        return {key: {"calls": s.calls, "hits": s.hits} for key, s in self._slots.items()}
+
+    # -- fetching -------------------------------------------------------------
+
+    def _due(self, slot: _Slot, now: float) -> bool:
+        if slot.fetched is None:
+            return True
+        spec = slot.spec
+        if spec.type == "internal":
+            return True
+        if spec.type == "periodic":
+            return now - slot.fetched >= spec.interval
+        return now - slot.fetched >= spec.ttl
+
+    async def _fetch(self, slot: _Slot, fetch: FeedFetcher) -> FeedUpdated:
+        spec = slot.spec
+        slot.calls += 1
+        slot.busy = True
+        try:
+            value = await fetch(spec)
+        except Exception as exc:  # its error goes in its slot; the turn goes on
+            slot.text, slot.truncated = "", False
+            slot.error = (
+                str(exc) if isinstance(exc, ActionError) else f"{type(exc).__name__}: {exc}"
+            )
+        else:
+            text = value if isinstance(value, str) else render_value(value)
+            slot.text, slot.truncated = truncate(
+                text, spec.max_bytes, spec.max_tokens, self.count_tokens
+            )
+            slot.error = None
+        finally:
+            slot.busy = False
+        slot.fetched = self.clock()
+        return FeedUpdated(
+            t=0.0,
+            feed_id=spec.id,
+            chars=len(slot.text),
+            truncated=slot.truncated,
+            error=slot.error,
+        )
+
+    async def refresh(self, fetch: FeedFetcher, *, periodic: bool = False) -> list[FeedUpdated]:
+        """Fetch the feeds that are due; return a ``feed_updated`` event for each one fetched.
+
+        Turns refresh ``on_demand`` and ``internal`` feeds (and a ``periodic``
+        feed never fetched yet); ``periodic=True`` refreshes the due periodic ones.
+        """
+        now = self.clock()
+        updates: list[FeedUpdated] = []
+        for spec in self.specs:
+            slot = self._slots.get(spec.id)
+            if slot is None or slot.busy:
+                continue
+            is_periodic = spec.type == "periodic"
+            if periodic and not is_periodic:
+                continue
+            if not periodic and is_periodic and slot.fetched is not None:
+                slot.hits += 1  # the turn reads what the background fetched
+                continue
+            if self._due(slot, now):
+                updates.append(await self._fetch(slot, fetch))
+            else:
+                slot.hits += 1
+        return updates
+
+    async def run_periodic(
+        self, fetch: FeedFetcher, report: Callable[[FeedUpdated], None], tick: float = 0.05
+    ) -> None:
+        """Refresh due ``periodic`` feeds until cancelled (the run's task group cancels it)."""
+        while True:
+            for update in await self.refresh(fetch, periodic=True):
+                report(update)
+            await anyio.sleep(self._next_due(tick))
+
+    def _next_due(self, tick: float) -> float:
+        now = self.clock()
+        waits = [
+            s.spec.interval - (now - s.fetched)
+            for s in self._slots.values()
+            if s.spec.type == "periodic" and s.fetched is not None
+        ]
+        return max(tick, min(waits, default=1.0))
+
+    def slots(self) -> list[tuple[str, str, str | None]]:
+        """``(id, text, error)`` of every feed, in prompt order."""
+        return [(s.id, self._slots[s.id].text, self._slots[s.id].error) for s in self.specs]
+
+
+async def call_callable(target: str, parameters: Mapping[str, Any]) -> Any:
+    """Import ``module:function`` and call it with ``parameters`` (awaiting a coroutine)."""
+    module_name, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ActionError(f"cannot load callable {target!r}: {exc}") from None
+    result = obj(**parameters)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def feed_action(spec: FeedSpec) -> Action:
+    """The action that fetches a ``tool``, ``llm``, ``relic`` or ``workflow`` source."""
+    kind = spec.kind
+    source = spec.source
+    parameters = source.get("parameters") or {}
+    body: dict[str, Any]
+    if kind == "llm":
+        prompt = source["llm"]
+        body = dict(prompt) if isinstance(prompt, Mapping) else {"prompt": str(prompt)}
+    elif kind == "relic":
+        body = {
+            "name": source["relic"],
+            "operation": source.get("operation"),
+            "parameters": parameters,
+        }
+    else:
+        body = {"name": source[kind], "parameters": parameters}
+    return Action(id=f"feed.{spec.id}", type=ActionType(kind), body=body)
+
+
+def source_fetcher(
+    execute: Callable[[Action, dict[str, Any]], Awaitable[Any]],
+    check: Callable[[Action], str | None],
+    internal: Mapping[str, Callable[[], Any]],
+) -> FeedFetcher:
+    """A :data:`FeedFetcher` over a run's executors and its built-in sources."""
+
+    async def fetch(spec: FeedSpec) -> Any:
+        kind = spec.kind
+        if kind == "internal":
+            provider = internal.get(spec.internal_name)
+            if provider is None:
+                raise ActionError(
+                    f"internal feed '{spec.internal_name}' has no provider here "
+                    "(notebook_variables is filled by the Jupyter kernel)"
+                )
+            return provider()
+        if kind == "callable":
+            parameters = spec.source.get("parameters") or {}
+            return await call_callable(str(spec.source["callable"]), parameters)
+        action = feed_action(spec)
+        error = check(action)
+        if error is not None:
+            raise ActionError(error)
+        return await execute(action, action.body)
+
+    return fetch
