@@ -120,11 +120,14 @@ def build_session(
     kw.setdefault("allowed_internal", frozenset(spec.internal_actions) & INTERNAL_ACTIONS)
     kw.setdefault("resolve_model", _resolve_named)
     kw.setdefault("limits", Limits(**spec.limits.model_dump(exclude_none=True)))
-    kw.setdefault("feeds", FeedRegistry(spec.context_feeds, count_tokens=_count_tokens))
+    feeds = kw.pop("feeds", None)
     merged = spec.model.options().merged(options)
     chosen_model = model if model is not None else spec.model.name
     session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
     _configure(session, spec, source, base, kw.get("namespace"))
+    if feeds is None:
+        feeds = FeedRegistry(spec.context_feeds, count_tokens=_count_tokens)
+    session.feeds = feeds
     session.approver = approver
     return session
 

@@ -74,8 +74,6 @@ class Session:
         Where run transcripts go (default: :func:`default_transcript_dir`).
     protocol
         ``"xml"`` (protocol text) or ``"tools"`` (native function calling).
-    feeds
-        The context feeds (default: none yet; the model or ``%feeds`` may add some).
     """
 
     def __init__(
@@ -92,7 +90,6 @@ class Session:
         transcript_dir: Path | None = None,
         protocol: ProtocolName = "xml",
         read_notebook: bool = False,
-        feeds: FeedRegistry | None = None,
     ) -> None:
         self.model = model
         self.tools = tools if tools is not None else ToolRegistry()
@@ -112,7 +109,9 @@ class Session:
         #: Decides on tool calls marked ``confirm: true`` (none: such calls are refused).
         self.approver: Any = None
         self.last_result: RunResult | None = None
-        self.feeds = feeds if feeds is not None else FeedRegistry()
+        #: The context feeds (the composition root sets the manifest's; the
+        #: model or ``%feeds`` may add more).
+        self.feeds = FeedRegistry()
         #: Built-in feed sources the host fills (the kernel's ``notebook_variables``).
         self.feed_providers: dict[str, Callable[[], Any]] = {}
         self._runs: dict[str, list[Message]] = {}
