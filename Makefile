@@ -43,7 +43,7 @@ clean:
 # their outputs (what nbval compares in `make test`).
 notebooks: $(STAMP) install-kernel
 	$(BIN)/python scripts/make_notebooks.py
-	cd notebooks && for nb in *.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+	cd notebooks && for nb in *.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; done
 
 # A real model on this machine (not part of `make test`): Qwen2.5-Coder-1.5B
 # served by llama-cpp-python on 127.0.0.1:$(PORT). See README "A local model".
