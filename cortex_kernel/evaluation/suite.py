@@ -39,7 +39,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..exceptions import ConfigError
@@ -164,6 +163,8 @@ def load_suite(path: str | Path | None = None) -> Suite:
         that cannot be loaded, a task that requires an unknown tool, or two
         tasks with the same id.
     """
+    import yaml  # only when a suite is read: importing the package stays light
+
     where = Path(path) if path is not None else DEFAULT_SUITE
     try:
         data = yaml.safe_load(where.read_text(encoding="utf-8"))
