@@ -48,6 +48,7 @@ __all__ = [
     "load_ipython_extension",
     "transform_agent_cell",
     "transform_kernel_cell",
+    "unload_ipython_extension",
 ]
 
 _RUN_CALL = "await __import__('cortex_kernel.jupyter.runner', fromlist=['_']).run_cell"

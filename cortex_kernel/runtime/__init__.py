@@ -1,1 +1,116 @@
-"""The runtime: eager DAG scheduler, agent loop, variables, transcripts."""
+"""The runtime: eager DAG scheduler, agent loop, session, variables, transcripts.
+
+Its ports (:mod:`.ports`: model, prompt, executor, model resolver) are every
+interface it needs from outside; :func:`cortex_kernel.agent.build_session`
+plugs the adapters in. Public names are re-exported here, loaded on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .limits import Limits
+    from .loop import Run, RunContext
+    from .ports import (
+        Completion,
+        CompletionRequest,
+        ExecutionContext,
+        Executor,
+        ExecutorSet,
+        FeedSlot,
+        Message,
+        Model,
+        ModelResolver,
+        PromptBuilder,
+        PromptContext,
+        ProtocolName,
+        ToolCall,
+        protocol_named,
+    )
+    from .run_events import AnyEvent, RunStatus, RuntimeEvent, Usage, parse_event
+    from .run_result import RunResult
+    from .scheduler import Scheduler
+    from .session import Session
+    from .tools import Tool, ToolRegistry, tool
+    from .variables import VariableStore
+
+__all__ = [
+    "AnyEvent",
+    "Completion",
+    "CompletionRequest",
+    "ExecutionContext",
+    "Executor",
+    "ExecutorSet",
+    "FeedSlot",
+    "Limits",
+    "Message",
+    "Model",
+    "ModelResolver",
+    "PromptBuilder",
+    "PromptContext",
+    "ProtocolName",
+    "Run",
+    "RunContext",
+    "RunResult",
+    "RunStatus",
+    "RuntimeEvent",
+    "Scheduler",
+    "Session",
+    "Tool",
+    "ToolCall",
+    "ToolRegistry",
+    "Usage",
+    "VariableStore",
+    "parse_event",
+    "protocol_named",
+    "tool",
+]
+
+_LAZY: dict[str, str] = {
+    "Completion": ".ports",
+    "CompletionRequest": ".ports",
+    "ExecutionContext": ".ports",
+    "Executor": ".ports",
+    "ExecutorSet": ".ports",
+    "FeedSlot": ".ports",
+    "Message": ".ports",
+    "Model": ".ports",
+    "ModelResolver": ".ports",
+    "PromptBuilder": ".ports",
+    "PromptContext": ".ports",
+    "ProtocolName": ".ports",
+    "ToolCall": ".ports",
+    "protocol_named": ".ports",
+    "Session": ".session",
+    "Run": ".loop",
+    "RunContext": ".loop",
+    "RunResult": ".run_result",
+    "Limits": ".limits",
+    "Tool": ".tools",
+    "ToolRegistry": ".tools",
+    "tool": ".tools",
+    "AnyEvent": ".run_events",
+    "RunStatus": ".run_events",
+    "RuntimeEvent": ".run_events",
+    "Usage": ".run_events",
+    "parse_event": ".run_events",
+    "Scheduler": ".scheduler",
+    "VariableStore": ".variables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: each name is imported from its module on first use, so importing
+    # the package (the kernel does at start) costs nothing.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,45 @@
+"""Every package re-exports its public names from ``__init__`` with an exact ``__all__``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import cortex_kernel
+
+PACKAGES = sorted(
+    ["cortex_kernel"]
+    + [m.name for m in pkgutil.iter_modules(cortex_kernel.__path__, "cortex_kernel.") if m.ispkg]
+)
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_exact(name: str) -> None:
+    package = importlib.import_module(name)
+    exported = list(package.__all__)
+    assert len(exported) == len(set(exported)), "no duplicates"
+    for public in exported:
+        value = getattr(package, public)  # resolves (lazy packages load it now)
+        assert not isinstance(value, ModuleType), f"{public} is a module, not a name"
+        origin = getattr(value, "__module__", None)
+        if origin and origin.startswith(name + "."):
+            # Re-exported from a submodule: that module lists it as public too.
+            defining = importlib.import_module(origin)
+            assert public in getattr(defining, "__all__", ()), f"{origin} hides {public}"
+    # Nothing public that the package itself defines is missing from __all__.
+    ours = {
+        key
+        for key, value in vars(package).items()
+        if not key.startswith("_")
+        and not isinstance(value, ModuleType)
+        and str(getattr(value, "__module__", "")).startswith(name)
+    }
+    assert ours - set(exported) == set()
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_package_has_an_all(name: str) -> None:
+    assert importlib.import_module(name).__all__
