@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cortex_kernel.jupyter.view import widgets_dir
 from cortex_kernel.jupyter.viewstate import RunState, render_html, render_markdown, render_text
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
 from cortex_kernel.protocol.parser_events import (
@@ -102,45 +111,46 @@ def test_pending_ops_are_merged_per_target() -> None:
 
 
 def test_replaying_ops_rebuilds_the_document() -> None:
-    """Applying every batch (as view.js does) gives the same document."""
+    """widgets/view.js itself, applying every batch under node, rebuilds the same document."""
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set and node is not installed: view.js cannot be tested")
+        pytest.skip("node is not installed: view.js's applyOps is not run here")
     state = RunState()
-    replica: dict[str, Any] = RunState().doc
+    start = json.loads(json.dumps(state.doc))
+    batches: list[list[Any]] = []
     for event in run_events():
         state.apply(event)
-        for op in state.take_ops():
-            _apply(replica, op)
-    assert replica == state.doc
-
-
-def _apply(doc: dict[str, Any], op: list[Any]) -> None:
-    # A Python twin of applyOps in widgets/view.js.
-    kind = op[0]
-    if kind == "run":
-        doc.update(op[1])
-    elif kind == "th":
-        while len(doc["thoughts"]) <= op[1]:
-            doc["thoughts"].append({"text": "", "done": False})
-        doc["thoughts"][op[1]]["text"] += op[2]
-        doc["thoughts"][op[1]]["done"] = op[3]
-    elif kind == "tx":
-        doc["text"] += op[1]
-    elif kind == "rs":
-        while len(doc["responses"]) <= op[1]:
-            doc["responses"].append({"text": "", "final": op[3], "done": False})
-        r = doc["responses"][op[1]]
-        r["text"] += op[2]
-        r["final"], r["done"] = op[3], op[4]
-    elif kind == "n":
-        if op[1] not in doc["nodes"]:
-            doc["nodes"][op[1]] = {}
-            doc["order"].append(op[1])
-        doc["nodes"][op[1]].update(op[2])
-    elif kind == "w":
-        doc["warnings"].append(op[1])
-    elif kind == "v":
-        doc["variables"][op[1]] = op[2]
-    elif kind == "f":
-        doc["footer"] = op[1]
+        batches.append(state.take_ops())
+    with tempfile.TemporaryDirectory() as folder:
+        # view.js as shipped, plus one line that exports its (private) applyOps.
+        module = Path(folder) / "view.mjs"
+        module.write_text(
+            (widgets_dir() / "view.js").read_text(encoding="utf-8")
+            + "\nexport { applyOps as __applyOps };\n",
+            encoding="utf-8",
+        )
+        script = (
+            f"import {{ __applyOps }} from {json.dumps(module.as_uri())};\n"
+            "let input = '';\n"
+            "process.stdin.on('data', (d) => (input += d));\n"
+            "process.stdin.on('end', () => {\n"
+            "  const { doc, batches } = JSON.parse(input);\n"
+            "  for (const ops of batches) __applyOps(doc, ops);\n"
+            "  process.stdout.write(JSON.stringify(doc));\n"
+            "});\n"
+        )
+        done = subprocess.run(
+            [node, "--input-type=module", "-e", script],
+            input=json.dumps({"doc": start, "batches": batches}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(json.dumps(state.doc))
 
 
 def test_static_renderings() -> None:
