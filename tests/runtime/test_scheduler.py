@@ -256,19 +256,22 @@ async def test_max_parallel() -> None:
     assert running["peak"] == 3
 
 
-async def test_cancel_all_within_a_second_leaves_nothing_running() -> None:
-    h = Harness(sleepy)
-    started = time.perf_counter()
+async def test_cancel_all_unwinds_every_running_action() -> None:
+    # The tools never return on their own: the test ends only if cancel_all
+    # really stops them (no wall-clock bound needed).
+    async def forever(action: Action, body: dict[str, Any]) -> Any:
+        await anyio.sleep_forever()
+
+    h = Harness(forever)
     async with anyio.create_task_group() as tg:
         s = h.make(tg)
         for i in range(20):
-            s.submit(act(f"a{i}", body={"name": "t", "parameters": {"d": 30}}))
+            s.submit(act(f"a{i}"))
         s.submit(act("dep", "a0"))
-        await anyio.sleep(0.05)
+        while sum(1 for x in h.log if x[0] == "start") < 16:
+            await anyio.lowlevel.checkpoint()
         s.cancel_all("run cancelled")
-    assert time.perf_counter() - started < 1.0
     assert all(n.state is NodeState.CANCELLED for n in s.nodes.values())
-    assert all(n.terminal for n in s.nodes.values())
     assert h.types("dep") == ["action_queued", "action_cancelled"]
     starts = [x for x in h.log if x[0] == "start"]
     ends = [x for x in h.log if x[0] == "end"]

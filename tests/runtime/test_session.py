@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -159,11 +158,9 @@ async def test_cancelled_run(tmp_path: Path) -> None:
     await s.run("one", key="c1")
     tasks_before = len(asyncio.all_tasks())
     seen: list[Any] = []
-    started = time.monotonic()
     with anyio.move_on_after(0.2) as scope:
         await s.run("two", key="c2", on_event=seen.append)
     assert scope.cancelled_caught
-    assert time.monotonic() - started < 1.2  # 0.2 s until the cancel, then < 1 s
     assert len(asyncio.all_tasks()) == tasks_before  # no action task left running
     kinds = [e.type for e in seen]
     assert kinds[-1] == "run_finished" and seen[-1].status == "cancelled"
