@@ -6,7 +6,8 @@ blocks included) and any rule it breaks; ``tests/test_layers.py`` asserts
 there is none. The layers, lowest first (a module may import its own layer's
 package or a lower layer, never a higher one)::
 
-    base        exceptions, safejson, redaction, fastmodel, model_options, manifest
+    base        exceptions, safejson, redaction, fastmodel, lazy_exports, model_options,
+                manifest
     protocol    sans-IO parser (imports only base)
     runtime     scheduler, loop, session, ports
     executors   llm           (adapters behind runtime's ports; never each other)
@@ -30,6 +31,7 @@ LAYERS: dict[str, int] = {
     "redaction": 0,
     "model_options": 0,
     "fastmodel": 0,
+    "lazy_exports": 0,
     "manifest": 0,
     "protocol": 1,
     "runtime": 2,

@@ -6,8 +6,9 @@ without importing the runtime).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .kernel import CortexKernel
@@ -34,16 +35,6 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: each name is imported from its module on first use, so importing
-    # the package (the kernel does at start) costs nothing.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: each name is imported from its module on first use, so importing
+# the package (the kernel does at start) costs nothing.
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

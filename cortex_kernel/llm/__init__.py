@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import threading
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from ..runtime.ports import Model
@@ -66,18 +67,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # Module-level __getattr__ (PEP 562): load the heavy parts on first use.
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module_name, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: load the heavy parts on first use.
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 
 
 def preload() -> threading.Thread:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from .ports import Message, ToolCall
 
 __all__ = [
     "assistant_message",
     "call_action_id",
+    "openai_tool_calls",
     "tool_call_to_action",
     "tool_calls_to_protocol",
     "tool_result_message",
@@ -70,15 +72,20 @@ def assistant_message(content: str, calls: Sequence[ToolCall]) -> Message:
     """
     message: Message = {"role": "assistant", "content": content}
     if calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in calls
-        ]
+        message["tool_calls"] = openai_tool_calls(calls)
     return message
+
+
+def openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The calls in the OpenAI ``tool_calls`` shape (history and transcripts)."""
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for call in calls
+    ]
 
 
 def tool_result_message(call_id: str, content: str) -> Message:

@@ -31,6 +31,7 @@ from typing import IO, Any
 from platformdirs import user_state_dir
 
 from .ports import ToolCall
+from .tool_calls import openai_tool_calls
 
 __all__ = [
     "TranscriptWriter",
@@ -116,14 +117,7 @@ class TranscriptWriter:
         """Record the raw text of one turn."""
         record: dict[str, Any] = {"type": "model_turn", "turn": turn, "t": t, "content": content}
         if tool_calls:
-            record["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in tool_calls
-            ]
+            record["tool_calls"] = openai_tool_calls(tool_calls)
         self.write_line(json.dumps(record, ensure_ascii=False))
 
     def close(self) -> None:
