@@ -38,7 +38,6 @@ __all__ = [
     "default_transcript_dir",
     "open_private",
     "private_dir",
-    "read_model_turns",
 ]
 
 
@@ -128,17 +127,3 @@ class TranscriptWriter:
             except OSError as exc:
                 self.error = str(exc)
             self._file = None
-
-
-def read_model_turns(path: Path) -> list[dict[str, Any]]:
-    """The ``model_turn`` records of a recorded transcript, in order."""
-    turns: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            record = json.loads(line)
-            if isinstance(record, dict) and record.get("type") == "model_turn":
-                turns.append(record)
-    return turns
