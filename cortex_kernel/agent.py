@@ -17,6 +17,8 @@ from typing import Any
 from .exceptions import ConfigError
 from .executors import INTERNAL_ACTIONS, default_executors
 from .executors.approval import Approver
+from .executors.mcp import McpServerConfig
+from .executors.mcp_hub import McpHub
 from .executors.unavailable import NotAvailable
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
@@ -29,7 +31,7 @@ from .runtime.ports import Model, protocol_named
 from .runtime.session import Session
 from .toolset import build_tools
 
-__all__ = ["build_session", "resolve"]
+__all__ = ["build_session", "mcp_hub", "resolve"]
 
 
 def resolve(
@@ -141,6 +143,10 @@ def _configure(
     session.read_notebook = session.read_notebook or spec.read_notebook
     session.llm_models = frozenset(spec.llm_models)
     build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
+    if spec.mcp_servers:
+        hub = mcp_hub(session, base)
+        for server in spec.mcp_servers:
+            hub.add(McpServerConfig(**server.model_dump(), source=source))
     declared = {
         ActionType.AGENT: ("sub-agents", [a.name for a in spec.sub_agents]),
         ActionType.RELIC: ("relics", [r.name for r in spec.relics]),
@@ -152,3 +158,21 @@ def _configure(
                 f"{action_type.value} actions are not available in this version yet: "
                 f"{source} declares {what} ({', '.join(names)}), but running them comes later"
             )
+
+
+def mcp_hub(session: Session, base: Path | None = None) -> McpHub:
+    """The session's MCP servers (added, empty, on first use).
+
+    Parameters
+    ----------
+    session
+        A session built by :func:`build_session`.
+    base
+        Folder a server's relative ``cwd`` is taken from (default: the current one).
+    """
+    for source in session.tool_sources:
+        if isinstance(source, McpHub):
+            return source
+    hub = McpHub(base)
+    session.tool_sources.append(hub)
+    return hub

@@ -68,6 +68,7 @@ __all__ = [
     "FilesBuiltin",
     "LimitsSpec",
     "ManifestFile",
+    "McpServerSpec",
     "ModelSpec",
     "SandboxBuiltin",
     "ToolSpec",
@@ -259,6 +260,43 @@ class ExecutorSettings(_Strict):
     preview_chars: int = Field(default=2000, ge=1)
 
 
+class McpServerSpec(_Strict):
+    """An MCP server whose tools the agent may call (as ``NAME__tool``).
+
+    Exactly one of ``command`` (a stdio server: the program and its arguments)
+    or ``url`` (a streamable HTTP endpoint).
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="prefix of its tools' names")
+    command: list[str] | None = Field(
+        default=None, min_length=1, description="stdio server: program and arguments"
+    )
+    url: str | None = Field(
+        default=None, pattern=r"^https?://", description="streamable HTTP endpoint"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="extra environment (stdio; PATH, HOME… are passed)"
+    )
+    cwd: str | None = Field(default=None, description="working directory (stdio)")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers (url)")
+    confirm: bool | list[str] = Field(
+        default=False, description="true: every tool asks a human; a list: those tools do"
+    )
+    timeout: float | None = Field(default=60.0, gt=0, description="seconds per call")
+    startup_timeout: float = Field(
+        default=30.0, gt=0, description="seconds to start and list the tools"
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "an MCP server needs exactly one of 'command' (a stdio server, a list of "
+                "strings) or 'url' (a streamable HTTP endpoint)"
+            )
+        return self
+
+
 class SubAgent(_Strict):
     """Another agent this one may call with an ``agent`` action."""
 
@@ -376,6 +414,7 @@ class AgentManifest(_Strict):
     instructions: str = ""
     protocol: Literal["xml", "tools"] = "xml"
     tools: list[ToolSpec] = Field(default_factory=list)
+    mcp_servers: list[McpServerSpec] = Field(default_factory=list)
     builtins: Builtins = Builtins()
     confirm: Approvals = Approvals()
     sub_agents: list[SubAgent] = Field(default_factory=list)
@@ -411,6 +450,10 @@ class AgentManifest(_Strict):
                     f"tools[{index}]; tool names must be unique"
                 )
             seen[spec.name] = index
+        servers = [server.name for server in self.mcp_servers]
+        repeated = sorted({n for n in servers if servers.count(n) > 1})
+        if repeated:
+            raise ValueError(f"MCP server names must be unique; repeated: {', '.join(repeated)}")
         return self
 
 

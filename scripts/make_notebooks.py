@@ -238,5 +238,20 @@ write(
             "if e.type == 'approval_decided'])"
         ),
         code("%approvals ask"),
+        new_markdown_cell(
+            "## Tools from an MCP server\n\n"
+            "`mcp_demo.py` beside this notebook is a Model Context Protocol server written "
+            "with the official `mcp` SDK. `%mcp add NAME -- COMMAND…` declares a stdio "
+            "server (`%mcp add NAME URL` a streamable HTTP one; a manifest's `mcp_servers:` "
+            "does the same). It starts with the next agent cell, lives as long as the "
+            "session, and its tools reach the model as `letters__count_vowels` and "
+            "`letters__spell`, with the JSON schemas the server gives, run in parallel "
+            "like any other tool."
+        ),
+        code("%%python\nimport sys\n\nPYTHON = sys.executable  # the kernel's Python has the SDK"),
+        code("%mcp add letters -- {PYTHON} mcp_demo.py", ignore_output=True),
+        code("How many vowels has 'acts while it thinks', and how is 'thinks' spelled?"),
+        code("%mcp", ignore_output=True),
+        code("%%python\nprint(vowels, spelled)"),
     ],
 )

@@ -26,9 +26,9 @@ code (:func:`begin_cell`), and a transform of any other text passes through.
 
 Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
 ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
-``%manifest``, ``%agent``, ``%approvals``, ``%agent_history`` (also ``%history`` in
-the Cortex kernel), ``%feeds``, ``%relics``, ``%variables``, ``%transcript``,
-``%read_notebook``.
+``%manifest``, ``%agent``, ``%approvals``, ``%mcp``, ``%agent_history`` (also
+``%history`` in the Cortex kernel), ``%feeds``, ``%relics``, ``%variables``,
+``%transcript``, ``%read_notebook``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any
 from ..model_options import ModelOptions, parse_model_line
 from ..runtime.transcript import default_transcript_dir, open_private
 from ..safejson import safe_repr
+from .mcp_magic import mcp_magic
 from .runner import CELL_ERRORS, runner_for
 
 __all__ = [
@@ -334,6 +335,7 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
         "protocol": _protocol,
         "manifest": _manifest,
         "approvals": _approvals,
+        "mcp": mcp_magic,
         "agent_history": _history,
         "feeds": _feeds,
         "relics": _relics,

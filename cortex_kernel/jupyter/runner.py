@@ -138,6 +138,8 @@ class AgentRunner:
         self.terminal = False
         self._session: Session | None = None
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
+        #: Closing sessions a new manifest or agent replaced (their MCP servers stop).
+        self._closing: set[asyncio.Task[None]] = set()
         shell.events.register("pre_run_cell", self._pre_run_cell)
 
     def _pre_run_cell(self, info: Any) -> None:
@@ -221,7 +223,7 @@ class AgentRunner:
             names = load_manifest(path).names()
         self.manifest = path
         self.agent = None
-        self._session = None
+        self._retire()
         return names
 
     def set_agent(self, name: str) -> None:
@@ -234,15 +236,30 @@ class AgentRunner:
             )
         load_manifest(self.manifest).agent(name)  # raises, listing the agents, if unknown
         self.agent = name
-        self._session = None
+        self._retire()
 
     def reset(self) -> None:
         """Forget the conversation."""
         if self._session is not None:
             self._session.reset()
 
+    def _retire(self) -> None:
+        """Drop the session (the next cell builds one) and close it in the background."""
+        session, self._session = self._session, None
+        if session is None or not session.tool_sources:
+            return
+        try:
+            task = asyncio.get_running_loop().create_task(session.aclose())
+        except RuntimeError:  # no loop (plain IPython between cells): closed at shutdown
+            self._manifest_sessions[("retired", str(id(session)))] = session
+            return
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def aclose(self) -> None:
         """Cancel background work (fire-and-forget actions) of every session."""
+        for task in list(self._closing):
+            await task
         sessions = [self._session, *self._manifest_sessions.values()]
         for session in sessions:
             if session is not None:

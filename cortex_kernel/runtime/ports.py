@@ -33,6 +33,11 @@ Executors
     ``action_error``: the action never runs). Types with no executor
     (``agent``, ``relic``, ``workflow`` until a manifest defines them) are
     rejected with a message that says so.
+Tool sources
+    A :class:`ToolSource` brings tools from outside the process (MCP
+    servers, ``cortex_kernel.executors.mcp``): the session asks it to start
+    and register its tools before every run, in the session's background
+    task group, and closes it with the session.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ConfigError, UnknownActionError
@@ -66,6 +72,7 @@ __all__ = [
     "PromptContext",
     "ProtocolName",
     "ToolCall",
+    "ToolSource",
     "protocol_named",
 ]
 
@@ -190,6 +197,18 @@ class PromptBuilder(Protocol):
 
     def system_prompt(self, context: PromptContext) -> str:
         """Return the system prompt text for ``context``."""
+        ...
+
+
+class ToolSource(Protocol):
+    """Tools from outside the process, started on first use and closed with the session."""
+
+    async def prepare(self, tools: ToolRegistry, group: TaskGroup | None) -> list[str]:
+        """Start what is not running (in ``group``), register its tools; return warnings."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop everything it started."""
         ...
 
 

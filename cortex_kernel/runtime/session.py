@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,15 @@ from ..protocol.models import ActionType
 from .feeds import FeedRegistry
 from .limits import Limits
 from .loop import Run, RunContext, prior_messages
-from .ports import Executor, Message, Model, ModelResolver, PromptBuilder, ProtocolName
+from .ports import (
+    Executor,
+    Message,
+    Model,
+    ModelResolver,
+    PromptBuilder,
+    ProtocolName,
+    ToolSource,
+)
 from .run_events import AnyEvent
 from .run_result import RunResult
 from .scheduler import Scheduler
@@ -119,6 +128,8 @@ class Session:
         self._bg: TaskGroup | None = None
         self._bg_task: asyncio.Task[None] | None = None
         self._bg_stop: anyio.Event | None = None
+        #: Tools from outside (MCP servers): prepared before every run, closed with the session.
+        self.tool_sources: list[ToolSource] = []
 
     # ------------------------------------------------------------ public API
 
@@ -164,6 +175,10 @@ class Session:
             then :attr:`last_result`.
         """
         run_id = uuid.uuid4().hex[:12]
+        background = await self._background_group()
+        for source in self.tool_sources:
+            for warning in await source.prepare(self.tools, background):
+                warnings.warn(warning, UserWarning, stacklevel=2)
         folder = (
             self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
         )
@@ -181,7 +196,7 @@ class Session:
             agent_name=self.agent_name,
             instructions=self.instructions,
             extra={"approver": self.approver},
-            background=await self._background_group(),
+            background=background,
             commit=self._commit,
             track=self._track,
             feeds=self.feeds,
@@ -218,7 +233,10 @@ class Session:
         return not scope.cancelled_caught
 
     async def aclose(self) -> None:
-        """Cancel background (``fire_and_forget``) work and stop its host task."""
+        """Cancel background (``fire_and_forget``) work, stop tool sources and the host task."""
+        for source in self.tool_sources:
+            with anyio.CancelScope(shield=True):
+                await source.aclose()
         for scheduler in self._schedulers:
             scheduler.cancel_all("session closed", background=True)
         self._schedulers.clear()
