@@ -117,6 +117,9 @@ class LimitsSpec(_Strict):
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost: float | None = Field(default=None, ge=0, description="dollars per run")
     result_chars: int | None = Field(default=None, ge=1)
+    result_tokens: int | None = Field(
+        default=None, ge=100, description="tokens of all the results opening one turn"
+    )
 
 
 class _ToolBase(_Strict):

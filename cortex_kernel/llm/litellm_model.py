@@ -182,6 +182,18 @@ class LiteLLMModel(Model):
         """Open a streamed completion; the request is sent on first iteration."""
         return LiteLLMCompletion(self, request)
 
+    def context_window(self) -> int | None:
+        """Input tokens the model takes, from litellm's bundled model map; ``None`` if unknown."""
+        if not hasattr(self, "_context_window"):
+            litellm = load_litellm()
+            try:
+                info = litellm.get_model_info(self.name)
+                value = info.get("max_input_tokens") or info.get("max_tokens")
+            except Exception:  # an unknown or local model
+                value = None
+            self._context_window = value if isinstance(value, int) and value > 0 else None
+        return self._context_window
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """Dollars for these tokens from litellm's bundled price list, ``None`` if unpriced."""
         litellm = load_litellm()

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from .run_events import Usage
 
-__all__ = ["Limits", "usage_limit_message"]
+__all__ = ["DEFAULT_RESULT_TOKENS", "Limits", "result_budget_chars", "usage_limit_message"]
 
 
 class Limits(BaseModel):
@@ -28,6 +28,9 @@ class Limits(BaseModel):
         Nesting of agent runs.
     result_chars
         Characters of one result shown to the model; the rest stays in its variable.
+    result_tokens
+        Tokens of all the results that open one turn together (``None``: a
+        quarter of the model's context window, or 8,000 when it is unknown).
     """
 
     max_turns: int = Field(default=20, ge=1)
@@ -38,6 +41,19 @@ class Limits(BaseModel):
     max_cost: float | None = None
     max_depth: int = 3
     result_chars: int = Field(default=4000, ge=1)
+    result_tokens: int | None = Field(default=None, ge=100)
+
+
+#: Result budget per turn when the model's context window is unknown.
+DEFAULT_RESULT_TOKENS = 8000
+
+
+def result_budget_chars(limits: Limits, context_window: int | None) -> int:
+    """Characters the results opening one turn may take (about 4 a token)."""
+    tokens = limits.result_tokens
+    if tokens is None:
+        tokens = max(1000, context_window // 4) if context_window else DEFAULT_RESULT_TOKENS
+    return tokens * 4
 
 
 def usage_limit_message(limits: Limits, usage: Usage) -> str | None:

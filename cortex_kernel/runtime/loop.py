@@ -55,7 +55,7 @@ from .drift import (
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import FeedRegistry
-from .limits import Limits, usage_limit_message
+from .limits import Limits, result_budget_chars, usage_limit_message
 from .ports import (
     CompletionRequest,
     ExecutionContext,
@@ -69,7 +69,7 @@ from .ports import (
     ProtocolName,
     ToolCall,
 )
-from .results import ResultStatus, format_result, quote, render_value
+from .results import ResultStatus, fit_results, quote, render_value
 from .run_events import (
     AnyEvent,
     RunFinished,
@@ -646,15 +646,12 @@ class Run:
                     content = content[:start] + content[end:]
         return assistant_message(content, turn.tool_calls)
 
-    def _result_block(self, node: ActionNode) -> str:
+    def _result_item(self, node: ActionNode) -> tuple[str, ResultStatus, Any, tuple[str, ...]]:
         status = _STATUS.get(node.state, "error")
         names: tuple[str, ...] = (node.id,)
         if node.action.output_key:
             names += (node.action.output_key,)
-        content = node.result if status == "ok" else node.error
-        return format_result(
-            node.id, status, content, limit=self.limits.result_chars, variables=names
-        )
+        return node.id, status, node.result if status == "ok" else node.error, names
 
     def _results_messages(self, turn: _Turn, settled: list[ActionNode]) -> list[Message]:
         messages: list[Message] = []
@@ -680,17 +677,18 @@ class Run:
                 content = quote(f"error: {error.message}") if error else "pending"
             messages.append(tool_result_message(call.id, content))
         call_ids = {call_action_id(call.id) for call in turn.tool_calls}
-        for node in settled:
-            if node.id in by_id:
-                blocks.append(self._result_block(node))
-        for error in turn.errors:
-            if error.id in call_ids:
-                continue
-            blocks.append(
-                format_result(
-                    error.id or "?", "error", error.message, limit=self.limits.result_chars
-                )
-            )
+        items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
+            self._result_item(node) for node in settled if node.id in by_id
+        ]
+        items += [
+            (error.id or "?", "error", error.message, ())
+            for error in turn.errors
+            if error.id not in call_ids
+        ]
+        # One budget for the whole block: a fan-out cannot flood the prompt.
+        window = getattr(self.model, "context_window", None)
+        budget = result_budget_chars(self.limits, window() if callable(window) else None)
+        blocks = fit_results(items, limit=self.limits.result_chars, budget=budget) if items else []
         if blocks or not messages:
             messages.append({"role": "user", "content": "\n".join(blocks)})
         return messages

@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import threading
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from ..safejson import escape_surrogates, safe_dumps
 
 __all__ = [
     "ResultStatus",
+    "fit_results",
     "format_result",
     "own_traceback",
     "preview",
@@ -129,3 +131,75 @@ def format_result(
         )
     attr_id = quote(action_id).replace('"', "&quot;")
     return f'<action_result id="{attr_id}" status="{status}">{quote(text)}</action_result>'
+
+
+# Per result, less than this is not worth showing: the block says "omitted" instead.
+_MIN_SHARE = 80
+
+
+def _overhead(action_id: str, status: ResultStatus, names: tuple[str, ...]) -> int:
+    """Characters of a block around its content, truncation note included."""
+    where = " or ".join(f"${name}" for name in names) or "its variable"
+    note = f"\n[truncated: 1000000 more characters; the full value is in {where}]"
+    return len(format_result(action_id, status, "")) + len(note) + 1
+
+
+def fit_results(
+    items: Sequence[tuple[str, ResultStatus, Any, tuple[str, ...]]],
+    *,
+    limit: int,
+    budget: int,
+) -> list[str]:
+    """The ``<action_result>`` blocks of one turn, about ``budget`` characters in all.
+
+    Each result is first cut to ``limit`` characters (:func:`format_result`).
+    When the whole still exceeds ``budget``, every result keeps its block
+    (id and status: what the model most needs) and the room left is shared
+    fairly — short results whole, long ones cut to an equal share — so a
+    fan-out of 200 tools cannot make a prompt of a million characters. Results
+    whose share is too small to be useful say "omitted". A last note says
+    what was cut and where the full values are.
+
+    Parameters
+    ----------
+    items
+        ``(action_id, status, content, variables)`` per settled action.
+    limit
+        Characters of one result.
+    budget
+        Characters of all the blocks together.
+    """
+    texts = [render_value(content) for _, _, content, _ in items]
+    sizes = [min(len(text), limit) for text in texts]
+    overhead = sum(_overhead(action_id, status, names) for action_id, status, _, names in items)
+    if sum(sizes) + overhead <= budget:
+        return [
+            format_result(action_id, status, text, limit=limit, variables=names)
+            for (action_id, status, _, names), text in zip(items, texts, strict=True)
+        ]
+    room = max(0, budget - overhead)
+    shares = [0] * len(items)
+    left = len(items)
+    for index in sorted(range(len(items)), key=sizes.__getitem__):
+        share = room // left if left else 0
+        shares[index] = min(sizes[index], share)
+        room -= shares[index]
+        left -= 1
+    blocks: list[str] = []
+    shortened = omitted = 0
+    for (action_id, status, _, names), text, share in zip(items, texts, shares, strict=True):
+        where = " or ".join(f"${name}" for name in names) or "its variable"
+        if share >= len(text):
+            blocks.append(format_result(action_id, status, text, limit=limit, variables=names))
+        elif share < _MIN_SHARE:
+            omitted += 1
+            note = f"[omitted to fit this turn's result budget; the value is in {where}]"
+            blocks.append(format_result(action_id, status, note, limit=len(note)))
+        else:
+            shortened += 1
+            blocks.append(format_result(action_id, status, text, limit=share, variables=names))
+    blocks.append(
+        f"[results cut to fit this turn's budget of about {budget // 4} tokens: "
+        f"{shortened} shortened, {omitted} omitted; every full value stays in its $variable]"
+    )
+    return blocks

@@ -1,0 +1,81 @@
+"""Unbounded consumption (OWASP LLM10), through the real kernel: a budget for one turn's results."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import Kernel, dump
+
+pytestmark = pytest.mark.kernel
+
+BIG_TOOL = '''%%python
+from cortex_kernel import tool
+
+@tool
+async def report(i: int) -> str:
+    """A 10 KB report."""
+    return f"report {i}: " + "x" * 10_000
+'''
+
+HISTORY = (
+    "%%python\nfrom cortex_kernel.jupyter.runner import runner_for\n"
+    "print(runner_for(get_ipython()).session.history()[-2]['content'])"
+)
+
+
+@pytest.fixture
+def kernel(cortex_kernelspec: str, tmp_path: Path) -> Iterator[Kernel]:
+    env = {**os.environ, "CORTEX_TRANSCRIPT_DIR": str(tmp_path / "transcripts")}
+    kernel = Kernel(cortex_kernelspec, env)
+    assert kernel.run(BIG_TOOL).status == "ok"
+    yield kernel
+    kernel.shutdown()
+
+
+def fan_out(tmp_path: Path, n: int) -> str:
+    actions = "".join(
+        f'<action type="tool" mode="async" id="r{i}">{{"name": "report", "parameters": '
+        f'{{"i": {i}}}}}</action>'
+        for i in range(n)
+    )
+    path = tmp_path / "fan.jsonl"
+    path.write_text(
+        json.dumps({"content": actions})
+        + "\n"
+        + json.dumps({"content": "<response>done</response>"})
+        + "\n",
+        encoding="utf-8",
+    )
+    return f"replay:{path}"
+
+
+def test_two_hundred_results_fit_the_turn_budget(kernel: Kernel, tmp_path: Path) -> None:
+    result = kernel.run(f"%%agent --model {fan_out(tmp_path, 200)}\nall reports")
+    assert result.status == "ok", dump(result)
+    opening = kernel.python(HISTORY)
+    # Uncapped this was 200 x ~4,000 characters (845,443 in the issue's probe).
+    assert len(opening) < 8000 * 4 * 1.1
+    assert opening.count("<action_result") == 200  # every action's status is reported
+    assert "[results cut to fit this turn's budget of about 8000 tokens" in opening
+    assert "the value is in $r" in opening  # where the full values are
+    # What fits is never cut.
+    small = kernel.run(f"%%agent --model {fan_out(tmp_path, 3)}\nthree reports")
+    assert small.status == "ok"
+    opening = kernel.python(HISTORY)
+    assert opening.count("<action_result") == 3 and "results cut" not in opening
+
+
+def test_a_manifest_sets_the_budget(kernel: Kernel, tmp_path: Path) -> None:
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text("limits: {result_tokens: 1000}\n", encoding="utf-8")
+    kernel.python(f"%manifest {manifest}")
+    result = kernel.run(f"%%agent --model {fan_out(tmp_path, 20)}\nall reports")
+    assert result.status == "ok", dump(result)
+    opening = kernel.python(HISTORY)
+    assert len(opening) < 1000 * 4 * 1.1
+    assert "budget of about 1000 tokens" in opening
