@@ -120,6 +120,9 @@ class LimitsSpec(_Strict):
     result_tokens: int | None = Field(
         default=None, ge=100, description="tokens of all the results opening one turn"
     )
+    action_timeout: float | None = Field(
+        default=None, gt=0, description="seconds per action attempt when it names no timeout"
+    )
 
 
 class _ToolBase(_Strict):

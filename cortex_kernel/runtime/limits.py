@@ -31,6 +31,9 @@ class Limits(BaseModel):
     result_tokens
         Tokens of all the results that open one turn together (``None``: a
         quarter of the model's context window, or 8,000 when it is unknown).
+    action_timeout
+        Seconds one attempt of an action may take when it names no ``timeout``
+        (``None``: no default limit).
     """
 
     max_turns: int = Field(default=20, ge=1)
@@ -42,6 +45,7 @@ class Limits(BaseModel):
     max_depth: int = 3
     result_chars: int = Field(default=4000, ge=1)
     result_tokens: int | None = Field(default=None, ge=100)
+    action_timeout: float | None = Field(default=300.0, gt=0)
 
 
 #: Result budget per turn when the model's context window is unknown.

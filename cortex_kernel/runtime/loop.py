@@ -314,6 +314,7 @@ class Run:
                     emit=self.emit,
                     clock=self.clock,
                     max_parallel=self.limits.max_parallel,
+                    action_timeout=self.limits.action_timeout,
                     background=context.background,
                 )
                 context.track(self.scheduler)

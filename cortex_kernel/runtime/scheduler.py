@@ -67,6 +67,7 @@ from .run_events import (
     ActionSucceeded,
     RuntimeEvent,
 )
+from .tools import abandoned_threads
 from .variables import VariableStore
 
 __all__ = ["ActionNode", "NodeState", "Scheduler"]  # ActionNode, NodeState: from .nodes
@@ -122,6 +123,7 @@ class Scheduler:
         max_parallel: int = 16,
         background: TaskGroup | None = None,
         validate: Callable[[Action], str | None] | None = None,
+        action_timeout: float | None = None,
         retry_base: float = 0.2,
         retry_cap: float = 5.0,
     ) -> None:
@@ -138,6 +140,7 @@ class Scheduler:
         self._parked: deque[Slot] = deque()
         self._to_start = 0  # awaited nodes made ready but not yet taken by a worker
         self._workers = 0
+        self._action_timeout = action_timeout
         self._retry_base = retry_base
         self._retry_cap = retry_cap
         self.nodes: dict[str, ActionNode] = {}
@@ -463,7 +466,12 @@ class Scheduler:
                         node.started_at = _now()
                         action = node.action
                         self._emit(started_event(action.id, self._clock()))
-                        if node.has_refs or action.retries > 0 or action.timeout:
+                        if (
+                            node.has_refs
+                            or action.retries > 0
+                            or action.timeout
+                            or self._action_timeout
+                        ):
                             try:
                                 result = await self._attempts(node)
                             except _Failure as exc:
@@ -548,12 +556,13 @@ class Scheduler:
             node.attempts = attempt
             if attempt > 1:
                 self._emit(ActionStarted(t=self._clock(), id=node.id, attempt=attempt))
+            timeout = action.timeout if action.timeout else self._action_timeout
             try:
-                if action.timeout is not None and action.timeout > 0:
-                    with anyio.move_on_after(action.timeout) as limit:
+                if timeout is not None and timeout > 0:
+                    with anyio.move_on_after(timeout) as limit:
                         return await self._execute(action, body)
                     if limit.cancelled_caught:
-                        message = f"timed out after {action.timeout:g} s"
+                        message = _timed_out(timeout, default=not action.timeout)
                 else:
                     return await self._execute(action, body)
             except (UnknownActionError, ReferenceError_) as exc:
@@ -660,6 +669,20 @@ class Scheduler:
         if node.state is NodeState.SKIPPED:
             return ActionSkipped(t=t, id=node.id, reason=node.error)
         return ActionCancelled(t=t, id=node.id, reason=node.error or "cancelled")
+
+
+def _timed_out(seconds: float, *, default: bool) -> str:
+    """The failure message of an attempt that ran out of time."""
+    message = f"timed out after {seconds:g} s"
+    if default:
+        message += " (the default limit, limits.action_timeout; an action's timeout overrides it)"
+    stuck = abandoned_threads()
+    if stuck:
+        message += (
+            f"; {stuck} worker thread(s) of sync tools could not be stopped and still run "
+            "(Python cannot kill a thread: make long tools async or a subprocess)"
+        )
+    return message
 
 
 def _describe(exc: BaseException) -> str:

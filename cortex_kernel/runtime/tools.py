@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,15 @@ from pydantic import TypeAdapter, ValidationError, create_model
 from ..exceptions import ConfigError, ToolError, UnknownActionError
 from .docstrings import parameter_descriptions, summary
 
-__all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "closest_names", "tool", "unknown_tool_message"]
+__all__ = [
+    "TOOL_MARK",
+    "Tool",
+    "ToolRegistry",
+    "abandoned_threads",
+    "closest_names",
+    "tool",
+    "unknown_tool_message",
+]
 
 #: Attribute set by :func:`tool` on a function: ``{"name": …, "description": …}``.
 TOOL_MARK = "__cortex_tool__"
@@ -96,12 +105,54 @@ class Tool:
         if self.is_async:
             return await self.function(**kwargs)
         # abandon_on_cancel: an interrupted run must not wait for a slow thread.
-        result = await anyio.to_thread.run_sync(
-            lambda: self.function(**kwargs), abandon_on_cancel=True
-        )
+        result = await _run_in_thread(lambda: self.function(**kwargs))
         if inspect.isawaitable(result):
             return await result
         return result
+
+
+class _AbandonedThreads:
+    """Worker threads of sync tools that were given up on (timeout, interrupt) and still run.
+
+    Python cannot kill a thread: a cancelled sync tool's thread runs on until
+    its function returns. They are counted so timeouts can say so.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0  # abandoned and not finished yet
+        self.total = 0  # abandoned since the process started
+
+
+ABANDONED = _AbandonedThreads()
+
+
+def abandoned_threads() -> int:
+    """Worker threads of sync tools that were abandoned and are still running."""
+    return ABANDONED.running
+
+
+async def _run_in_thread(work: Callable[[], Any]) -> Any:
+    state = {"done": False, "abandoned": False}
+
+    def run() -> Any:
+        try:
+            return work()
+        finally:
+            with ABANDONED.lock:
+                state["done"] = True
+                if state["abandoned"]:
+                    ABANDONED.running -= 1
+
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        with ABANDONED.lock:
+            if not state["done"]:
+                state["abandoned"] = True
+                ABANDONED.running += 1
+                ABANDONED.total += 1
+        raise
 
 
 def _schema_for(function: Callable[..., Any], name: str) -> tuple[dict[str, Any], Any]:

@@ -79,3 +79,37 @@ def test_a_manifest_sets_the_budget(kernel: Kernel, tmp_path: Path) -> None:
     opening = kernel.python(HISTORY)
     assert len(opening) < 1000 * 4 * 1.1
     assert "budget of about 1000 tokens" in opening
+
+
+def test_a_sync_tool_cannot_hold_a_run_forever(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(
+        "%%python\nimport threading\nfrom cortex_kernel import tool\n"
+        "release = threading.Event()\n\n@tool\n"
+        "def stuck() -> str:\n    '''Never returns by itself.'''\n"
+        "    release.wait()\n    return 'late'\n"
+    )
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text("limits: {action_timeout: 0.5}\n", encoding="utf-8")
+    kernel.python(f"%manifest {manifest}")
+    turns = tmp_path / "stuck.jsonl"
+    turns.write_text(
+        json.dumps({"content": '<action type="tool" id="s">{"name": "stuck"}</action>'})
+        + "\n"
+        + json.dumps({"content": "<response>gave up</response>"})
+        + "\n",
+        encoding="utf-8",
+    )
+    result = kernel.run(f"%%agent --model replay:{turns}\nwait")
+    assert result.status == "ok", dump(result)
+    error = kernel.python(
+        "%%python\nprint([e.error for e in _run.events if e.type == 'action_failed'][0])"
+    )
+    assert "timed out after 0.5 s (the default limit, limits.action_timeout" in error
+    assert "1 worker thread(s) of sync tools could not be stopped and still run" in error
+    # Once the thread ends, it is no longer counted.
+    out = kernel.python(
+        "%%python\nimport time\nfrom cortex_kernel.runtime.tools import abandoned_threads\n"
+        "release.set()\nfor _ in range(200):\n    if not abandoned_threads():\n        break\n"
+        "    time.sleep(0.05)\nprint(abandoned_threads())"
+    )
+    assert out.strip() == "0"
