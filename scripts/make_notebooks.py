@@ -24,6 +24,22 @@ def code(source: str, ignore_output: bool = False) -> nbformat.NotebookNode:
     return cell
 
 
+# A %%python cell that shows what the model did in the last run.
+SHOW_RUN = (
+    "%%python\n"
+    "for e in _run.events:\n"
+    "    if e.type == 'turn_started':\n"
+    "        print(f'turn {e.turn}' + (' (repair turn)' if e.repair else ''))\n"
+    "    elif e.type == 'action_parsed':\n"
+    "        print('  action', e.action.id, e.action.type.value, e.action.body)\n"
+    "    elif e.type in ('action_succeeded', 'action_failed'):\n"
+    "        print('   ', e.type, e.id, getattr(e, 'preview', None) or e.error.splitlines()[0])\n"
+    "    elif e.type in ('warning', 'action_error'):\n"
+    "        print('  ', e.type + ':', e.message)\n"
+    "print('status:', _run.status, '|', _run.usage.turns, 'turns')"
+)
+
+
 def write(name: str, kernel: dict[str, str], cells: list[nbformat.NotebookNode]) -> None:
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = kernel
@@ -166,6 +182,62 @@ write(
         ),
         code("%%agent --model replay:data/magic.jsonl\nWhat is the mean of {temperatures}?"),
         code("mean_temp, _response"),
+    ],
+)
+#: The one line that switches notebook 04 from its recording to the live model.
+LIVE_MODEL = "%model openai/local --api-base http://127.0.0.1:8377/v1 --temperature 0 --seed 1234"
+
+write(
+    "04_local_model.ipynb",
+    CORTEX,
+    [
+        new_markdown_cell(
+            "# A real model: Qwen2.5-Coder-1.5B on this machine\n\n"
+            "Every other notebook replays transcripts written by hand. This one was "
+            "**recorded against a real model**: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), served "
+            "on 127.0.0.1 by `make local-model` (llama-cpp-python, 2 CPU cores), at "
+            "temperature 0. The recording (`data/local_model.jsonl`, written by "
+            "`scripts/record_local_model.py`) is replayed here, so the notebook runs "
+            "offline and under nbval; the tools are real and run again.\n\n"
+            "To talk to the live model instead, run `make local-model` and change the "
+            "next line to:\n\n"
+            f"```text\n{LIVE_MODEL}\n```"
+        ),
+        code("%model replay:data/local_model.jsonl"),
+        code(
+            "%%python\n"
+            "from cortex_kernel import tool\n\n"
+            "WEATHER = {'Toulouse': {'temp_c': 25, 'sky': 'clear'}, "
+            "'Lyon': {'temp_c': 15, 'sky': 'rainy'}}\n"
+            "POPULATION = {'Lyon': 520_774, 'Nice': 348_085}\n\n\n"
+            "@tool\n"
+            "def weather(city: str) -> dict:\n"
+            '    """Current weather of a French city: temperature in Celsius and sky."""\n'
+            "    return WEATHER[city.strip().title()]\n\n\n"
+            "@tool\n"
+            "def to_fahrenheit(celsius: float) -> float:\n"
+            '    """Convert a temperature from Celsius to Fahrenheit."""\n'
+            "    return round(celsius * 9 / 5 + 32, 1)\n\n\n"
+            "@tool\n"
+            "def population(city: str) -> int:\n"
+            '    """Population of a French city (census figure)."""\n'
+            "    return POPULATION[city.strip().title()]"
+        ),
+        new_markdown_cell(
+            "A two-step question: the second tool needs the first one's result. The "
+            "model waits for the weather, then converts it, then answers."
+        ),
+        code("What is the temperature in Toulouse right now, in Fahrenheit?"),
+        new_markdown_cell("What the model wrote, action by action:"),
+        code(SHOW_RUN),
+        new_markdown_cell(
+            "A question the tools cannot answer. What a small model does with the "
+            "failure — and what the runtime did about it — is in the run's events: "
+            "warnings, action errors, a repair turn or a `stuck` end (see "
+            "`docs/protocol.md`, *What the runtime does about the rest*)."
+        ),
+        code("What is the population of Atlantis?"),
+        code(SHOW_RUN),
     ],
 )
 print("written to", HERE)

@@ -44,7 +44,10 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
         "clean_run_rate": round(sum(r.clean for r in done) / n, 4) if n else 0.0,
         "mean_turns": mean([r.turns for r in done]),
         "mean_tokens": mean([r.tokens for r in done]),
-        "mean_first_prompt_tokens": mean([r.first_prompt_tokens for r in done]),
+        # A turn cut by a limit reports no usage: average the turns that did.
+        "mean_first_prompt_tokens": mean(
+            [r.first_prompt_tokens for r in done if r.first_prompt_tokens]
+        ),
         "total_tokens": sum(r.tokens for r in done),
         "mean_seconds": mean([r.seconds for r in done]),
         "total_seconds": round(sum(r.seconds for r in done), 1),

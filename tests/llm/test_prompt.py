@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from cortex_kernel.llm import DEMO_TRANSCRIPT
 from cortex_kernel.llm.prompt import (
+    EXAMPLES,
     PROMPT_VERSION,
-    WORKED_EXAMPLE,
-    WORKED_EXAMPLE_RESULTS,
-    WORKED_EXAMPLE_TURNS,
+    PROTOCOL_LESSON,
     ProtocolPrompt,
+    signature,
 )
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.protocol.parser_events import ActionParsed
@@ -26,49 +27,60 @@ def events_of(text: str) -> list[tuple[str, str]]:
     return [(kind, payload) for kind, payload, *_ in parse_chunks([text])]
 
 
-@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
-def test_the_worked_example_parses_cleanly(turn: str) -> None:
-    kinds = [kind for kind, _ in events_of(turn)]
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_of_the_lesson_parses_cleanly(example: str) -> None:
+    assert example in PROTOCOL_LESSON
+    kinds = [kind for kind, _ in events_of(example)]
     assert not BAD_EVENTS & set(kinds), kinds
+    assert parse_chunks(list(example)) == parse_chunks([example])
 
 
-@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
-def test_the_worked_example_is_chunk_invariant(turn: str) -> None:
-    whole = parse_chunks([turn])
-    assert parse_chunks(list(turn)) == whole
-    assert parse_chunks([turn[i : i + 5] for i in range(0, len(turn), 5)]) == whole
-
-
-def test_the_worked_example_uses_everything_it_teaches() -> None:
+def test_the_examples_teach_each_action_shape() -> None:
     parser = Parser()
-    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
+    events = parser.feed("".join(EXAMPLES)) + parser.close()
     actions = [e.action for e in events if isinstance(e, ActionParsed)]
-    modes = {a.mode.value for a in actions}
-    assert modes == {"sync", "async", "fire_and_forget"}
-    assert any(a.in_thought and a.mode.value == "async" for a in actions)
-    assert any(a.depends_on == ("w", "e") for a in actions)
-    assert any(a.output_key for a in actions)
-    assert any("$weather" in json.dumps(a.body) for a in actions)
-    assert actions[-1].mode.value == "sync"  # nothing may follow a sync action
-    assert WORKED_EXAMPLE_TURNS[0].rstrip().endswith("</action>")
-    kinds = [kind for kind, _ in events_of(WORKED_EXAMPLE_TURNS[0])]
-    assert "thought_start" in kinds and "response_start" in kinds
-    assert '<response final="false">' in WORKED_EXAMPLE_TURNS[0]
-    assert "$plan" in WORKED_EXAMPLE_TURNS[1]
-    final = Parser()
-    ends = [
-        e for e in final.feed(WORKED_EXAMPLE_TURNS[1]) + final.close() if e.type == "response_end"
+    assert [(a.type.value, a.mode.value, a.id) for a in actions] == [
+        ("tool", "sync", "a1"),
+        ("llm", "sync", "a2"),
+        ("internal", "sync", "a3"),
     ]
-    assert [e.final for e in ends] == [True]
+    assert actions[0].output_key == "r1" and "$r1" in PROTOCOL_LESSON
+    assert actions[0].body == {"name": "TOOL", "parameters": {"ARG": "VALUE"}}
 
 
-def test_the_example_results_name_the_actions_of_the_example() -> None:
-    parser = Parser()
-    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
-    ids = {e.action.id for e in events if isinstance(e, ActionParsed)}
-    for line in WORKED_EXAMPLE_RESULTS.splitlines():
-        action_id = line.split('id="', 1)[1].split('"', 1)[0]
-        assert action_id in ids
+def test_the_lesson_has_no_story_to_copy() -> None:
+    # Version 1's worked example (Paris, log_request, a "plan") was copied
+    # verbatim into unrelated tasks by a 1.5B model.
+    for copied in ("Paris", "log_request", "plan", "weather", "Suggest"):
+        assert copied not in PROTOCOL_LESSON
+
+
+def test_tools_are_listed_as_signatures_sorted_by_name() -> None:
+    tools = [
+        {"name": "zeta", "description": "Last.\nMore detail.", "parameters": {}},
+        {
+            "name": "alpha",
+            "description": "First.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"enum": ["C", "F"], "default": "C"},
+                    "values": {"type": "array", "items": {"type": "number"}},
+                    "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+                },
+                "required": ["city", "values"],
+            },
+        },
+    ]
+    text = ProtocolPrompt().system_prompt(PromptContext(tools=tools))
+    listing = text.split("# Available tools\n\n", 1)[1].split("\n\n", 1)[0]
+    assert listing.splitlines() == [
+        '- alpha(city: string, unit: "C" | "F" = "C", values: list[number], '
+        "note: string | null = null): First.",
+        "- zeta(): Last.",
+    ]
+    assert signature({"name": "n"}) == "n()"
 
 
 @pytest.mark.parametrize("line", DEMO_TRANSCRIPT.read_text(encoding="utf-8").splitlines())
@@ -104,24 +116,22 @@ def test_the_prompt_has_every_section() -> None:
     text = ProtocolPrompt().system_prompt(context())
     assert f"cortex protocol v{PROMPT_VERSION}" in text
     assert "helper" in text and "Be brief." in text
-    for element in ("<thought>", "<action", "<response", "depends_on", "$name", 'final="false"'):
+    for element in ("<thought>", "<action", "<response", "output_key", "$r1", 'mode="async"'):
         assert element in text
-    assert "fire_and_forget" in text and "async" in text
-    assert "<action_result" in text and "&lt;" in text
-    assert WORKED_EXAMPLE in text
-    assert "`search`: Search the web." in text
-    assert '"properties": {"q": {"type": "string"}}' in text
-    assert "`set_variable`" in text and "`add_context_feed`" in text
+    # The volatile part (feeds) comes last, after everything that is stable.
+    assert text.index("# Context feeds") > text.index("# Available tools")
+    assert "<action_result" in text
+    assert PROTOCOL_LESSON in text
+    assert "- search(q: string = null): Search the web." in text
+    assert "Internal actions allowed: add_context_feed, set_variable." in text
     assert "## system_clock\n\n2026-11-23 10:00 UTC" in text
     assert "unavailable: source failed" in text
 
 
 def test_the_prompt_without_tools_or_internal_actions_says_so() -> None:
-    text = ProtocolPrompt(include_example=False).system_prompt(
-        context(tools=[], internal_actions=[], feeds=[])
-    )
-    assert "No tools" in text and "None are allowed" in text
-    assert WORKED_EXAMPLE not in text
+    text = ProtocolPrompt().system_prompt(context(tools=[], internal_actions=[], feeds=[]))
+    assert "None: do not write tool actions." in text
+    assert "No internal actions are allowed" in text
     assert "Context feeds" not in text
 
 
@@ -146,3 +156,40 @@ def test_prompt_builder_protocol() -> None:
 
     builder: PromptBuilder = ProtocolPrompt()
     assert builder.system_prompt(PromptContext()).startswith("You are cortex")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_system_prompt_is_byte_identical_across_turns_and_cells(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    from cortex_kernel.agent import build_session
+    from tests.runtime.fakes import ScriptedModel
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key.upper()
+
+    call = (
+        '<action type="tool" mode="sync" id="{id}">'
+        '{{"name": "lookup", "parameters": {{"key": "k"}}}}</action>'
+    )
+    model = ScriptedModel(
+        [
+            call.format(id="a1"),
+            "<response>one</response>",
+            call.format(id="b1"),
+            "<response>two</response>",
+        ]
+    )
+    session = build_session(model=model, transcript_dir=tmp_path)
+    session.tools.register(lookup)
+    assert (await session.run("first cell")).status == "ok"
+    assert (await session.run("second cell")).status == "ok"
+    systems = {request.messages[0]["content"] for request in model.requests}
+    assert len(model.requests) == 4 and len(systems) == 1
+    # A new tool changes it (and only then).
+    session.tools.register(lookup, name="lookup2")
+    model.turns.append("<response>three</response>")
+    await session.run("third cell")
+    assert model.requests[-1].messages[0]["content"] not in systems
