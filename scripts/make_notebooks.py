@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from record_local_model import LIVE_MODEL  # the line that switches notebook 04 to live
 
 HERE = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -184,9 +185,6 @@ write(
         code("mean_temp, _response"),
     ],
 )
-#: The one line that switches notebook 04 from its recording to the live model.
-LIVE_MODEL = "%model openai/local --api-base http://127.0.0.1:8377/v1 --temperature 0 --seed 1234"
-
 write(
     "04_local_model.ipynb",
     CORTEX,

@@ -1,7 +1,7 @@
 """Record notebooks/04_local_model.ipynb's session against the live local model.
 
 Needs ``make local-model`` up. Executes the notebook with its model line
-switched to the live server (``make_notebooks.LIVE_MODEL``), exports every
+switched to the live server (:data:`LIVE_MODEL`), exports every
 run's transcript to ``notebooks/data/local_model.jsonl`` (what the replay
 model plays back), and leaves the notebook itself untouched; ``make
 notebooks`` then stores its outputs from the replay. Usage::
@@ -18,15 +18,15 @@ import nbformat
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
+#: The one line that switches notebook 04 from its recording to the live model.
+LIVE_MODEL = "%model openai/local --api-base http://127.0.0.1:8377/v1 --temperature 0 --seed 1234"
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOK = NOTEBOOKS / "04_local_model.ipynb"
 TRANSCRIPT = NOTEBOOKS / "data" / "local_model.jsonl"
 
 
 def main() -> int:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from make_notebooks import LIVE_MODEL  # the notebook's own switch line
-
     nb = nbformat.read(NOTEBOOK, as_version=4)
     switched = 0
     for cell in nb.cells:

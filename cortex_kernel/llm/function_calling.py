@@ -11,12 +11,14 @@ protocol text then, with :func:`cortex_kernel.runtime.tool_calls.tool_calls_to_p
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..runtime.ports import ToolCall
 
-__all__ = ["ToolCallAccumulator", "tools_for_provider"]
+__all__ = ["ToolCallAccumulator", "text_tool_calls", "tools_for_provider"]
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -64,6 +66,51 @@ class ToolCallAccumulator:
             )
             for index, raw in sorted(self._calls.items())
         ]
+
+
+# Qwen-style text calls: a JSON object (or several), maybe fenced or in
+# <tool_call> tags, with a "name" and its "arguments".
+_FENCE = re.compile(r"```(?:json)?|</?tool_call>", re.IGNORECASE)
+
+
+def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
+    """Tool calls a model wrote as text instead of native ``tool_calls``.
+
+    Local servers that do not parse their model's function-call format
+    (llama-cpp-python with Qwen's template, for one) return the call as
+    content: ``{"name": "population", "arguments": {"city": "Lyon"}}``,
+    often in a code fence or ``<tool_call>`` tags. Only when the whole
+    content is such calls — JSON objects naming a known tool, nothing else
+    but fences and whitespace — are they read as calls; any other text stays
+    an answer.
+    """
+    names = set(known)
+    text = _FENCE.sub("\n", content).strip()
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    position = 0
+    while position < len(text):
+        if text[position].isspace() or text[position] == ",":
+            position += 1
+            continue
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            return []
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict) or item.get("name") not in names:
+                return []
+            arguments = item.get("arguments", item.get("parameters", {}))
+            if isinstance(arguments, str):
+                arguments_text = arguments
+            else:
+                arguments_text = json.dumps(arguments, ensure_ascii=False)
+            calls.append(
+                ToolCall(
+                    id=f"call_text_{len(calls) + 1}", name=item["name"], arguments=arguments_text
+                )
+            )
+    return calls
 
 
 def tools_for_provider(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
 from .errors import is_retryable, map_error, retry_after_seconds
-from .function_calling import ToolCallAccumulator, tools_for_provider
+from .function_calling import ToolCallAccumulator, text_tool_calls, tools_for_provider
 
 __all__ = [
     "LiteLLMCompletion",
@@ -392,6 +392,12 @@ class LiteLLMCompletion(Completion):
                 # Only now do we know how many calls came at once (sync vs async).
                 self.tool_calls = self._tools.calls()
                 yield tool_calls_to_protocol(self.tool_calls)
+            elif self.request.tools and self.request.protocol == "tools":
+                # A server that returned its model's calls as text (see text_tool_calls).
+                names = [t.get("function", t).get("name") for t in self.request.tools]
+                self.tool_calls = text_tool_calls(self.content, [n for n in names if n])
+                if self.tool_calls:
+                    yield tool_calls_to_protocol(self.tool_calls)
         finally:
             await self._close_stream()
             self._finalize_usage()

@@ -150,3 +150,52 @@ async def test_native_tool_calls_run_and_answer_with_tool_messages(
     assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
     answers = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
     assert answers == {"call_1": "5", "call_2": "2"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # What llama-cpp-python's server returned for Qwen2.5-Coder-1.5B.
+        '```json\n{\n  "name": "add",\n  "arguments": {\n    "a": 2,\n    "b": 3\n  }\n}\n```',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>',
+    ],
+)
+async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
+    server: FakeOpenAI, tmp_path: Path, content: str
+) -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    server.stream(content)
+    server.stream("The sum is 5.")
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("add 2 and 3")
+    assert (result.status, result.answer) == ("ok", "The sum is 5.")
+    sent = server.requests[1].body["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "add",
+        "arguments": '{"a": 2, "b": 3}',
+    }
+    assert [m["content"] for m in sent if m["role"] == "tool"] == ["5"]
+
+
+async def test_text_that_only_mentions_a_tool_stays_an_answer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from cortex_kernel.llm.function_calling import text_tool_calls
+
+    assert text_tool_calls('Call {"name": "add", "arguments": {}} to add.', ["add"]) == []
+    assert text_tool_calls('{"name": "unknown", "arguments": {}}', ["add"]) == []
+    assert text_tool_calls("[1, 2]", ["add"]) == []
+    assert [c.name for c in text_tool_calls('[{"name": "add", "arguments": "{}"}]', ["add"])] == [
+        "add"
+    ]
