@@ -11,6 +11,7 @@ notebooks`` then stores its outputs from the replay. Usage::
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -41,7 +42,29 @@ def main() -> int:
         nb, timeout=900, kernel_name="cortex", resources={"metadata": {"path": str(NOTEBOOKS)}}
     ).execute()
     print(nb.cells[-1].outputs[0].get("text", "").strip())
+    add_llm_answers(TRANSCRIPT)
     return 0
+
+
+def add_llm_answers(path: Path) -> None:
+    """Put each ``llm`` action's answer into the transcript as a model turn.
+
+    A transcript records the main turns only; on replay an ``llm`` action
+    asks the replay model too, so its answer must come next in the file.
+    """
+    out: list[str] = []
+    llm_ids: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        out.append(line)
+        if event["type"] == "action_parsed" and event["action"]["type"] == "llm":
+            llm_ids.add(event["action"]["id"])
+        elif event["type"] == "action_succeeded" and event["id"] in llm_ids:
+            turn = {"type": "model_turn", "turn": 0, "llm_call": event["id"]}
+            out.append(json.dumps({**turn, "t": event["t"], "content": event["preview"]}))
+        elif event["type"] == "run_finished":
+            llm_ids = set()
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

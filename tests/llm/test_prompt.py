@@ -9,11 +9,11 @@ import pytest
 
 from cortex_kernel.llm import DEMO_TRANSCRIPT
 from cortex_kernel.llm.prompt import (
-    EXAMPLES,
     PROMPT_VERSION,
-    PROTOCOL_LESSON,
+    WORKED_EXAMPLE,
+    WORKED_EXAMPLE_RESULTS,
+    WORKED_EXAMPLE_TURNS,
     ProtocolPrompt,
-    signature,
 )
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.protocol.parser_events import ActionParsed
@@ -27,60 +27,49 @@ def events_of(text: str) -> list[tuple[str, str]]:
     return [(kind, payload) for kind, payload, *_ in parse_chunks([text])]
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
-def test_every_example_of_the_lesson_parses_cleanly(example: str) -> None:
-    assert example in PROTOCOL_LESSON
-    kinds = [kind for kind, _ in events_of(example)]
+@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
+def test_the_worked_example_parses_cleanly(turn: str) -> None:
+    kinds = [kind for kind, _ in events_of(turn)]
     assert not BAD_EVENTS & set(kinds), kinds
-    assert parse_chunks(list(example)) == parse_chunks([example])
 
 
-def test_the_examples_teach_each_action_shape() -> None:
+@pytest.mark.parametrize("turn", WORKED_EXAMPLE_TURNS)
+def test_the_worked_example_is_chunk_invariant(turn: str) -> None:
+    whole = parse_chunks([turn])
+    assert parse_chunks(list(turn)) == whole
+    assert parse_chunks([turn[i : i + 5] for i in range(0, len(turn), 5)]) == whole
+
+
+def test_the_worked_example_uses_everything_it_teaches() -> None:
     parser = Parser()
-    events = parser.feed("".join(EXAMPLES)) + parser.close()
+    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
     actions = [e.action for e in events if isinstance(e, ActionParsed)]
-    assert [(a.type.value, a.mode.value, a.id) for a in actions] == [
-        ("tool", "sync", "a1"),
-        ("llm", "sync", "a2"),
-        ("internal", "sync", "a3"),
+    modes = {a.mode.value for a in actions}
+    assert modes == {"sync", "async", "fire_and_forget"}
+    assert any(a.in_thought and a.mode.value == "async" for a in actions)
+    assert any(a.depends_on == ("w", "e") for a in actions)
+    assert any(a.output_key for a in actions)
+    assert any("$weather" in json.dumps(a.body) for a in actions)
+    assert actions[-1].mode.value == "sync"  # nothing may follow a sync action
+    assert WORKED_EXAMPLE_TURNS[0].rstrip().endswith("</action>")
+    kinds = [kind for kind, _ in events_of(WORKED_EXAMPLE_TURNS[0])]
+    assert "thought_start" in kinds and "response_start" in kinds
+    assert '<response final="false">' in WORKED_EXAMPLE_TURNS[0]
+    assert "$plan" in WORKED_EXAMPLE_TURNS[1]
+    final = Parser()
+    ends = [
+        e for e in final.feed(WORKED_EXAMPLE_TURNS[1]) + final.close() if e.type == "response_end"
     ]
-    assert actions[0].output_key == "r1" and "$r1" in PROTOCOL_LESSON
-    assert actions[0].body == {"name": "TOOL", "parameters": {"ARG": "VALUE"}}
+    assert [e.final for e in ends] == [True]
 
 
-def test_the_lesson_has_no_story_to_copy() -> None:
-    # Version 1's worked example (Paris, log_request, a "plan") was copied
-    # verbatim into unrelated tasks by a 1.5B model.
-    for copied in ("Paris", "log_request", "plan", "weather", "Suggest"):
-        assert copied not in PROTOCOL_LESSON
-
-
-def test_tools_are_listed_as_signatures_sorted_by_name() -> None:
-    tools = [
-        {"name": "zeta", "description": "Last.\nMore detail.", "parameters": {}},
-        {
-            "name": "alpha",
-            "description": "First.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "unit": {"enum": ["C", "F"], "default": "C"},
-                    "values": {"type": "array", "items": {"type": "number"}},
-                    "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-                },
-                "required": ["city", "values"],
-            },
-        },
-    ]
-    text = ProtocolPrompt().system_prompt(PromptContext(tools=tools))
-    listing = text.split("# Available tools\n\n", 1)[1].split("\n\n", 1)[0]
-    assert listing.splitlines() == [
-        '- alpha(city: string, unit: "C" | "F" = "C", values: list[number], '
-        "note: string | null = null): First.",
-        "- zeta(): Last.",
-    ]
-    assert signature({"name": "n"}) == "n()"
+def test_the_example_results_name_the_actions_of_the_example() -> None:
+    parser = Parser()
+    events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
+    ids = {e.action.id for e in events if isinstance(e, ActionParsed)}
+    for line in WORKED_EXAMPLE_RESULTS.splitlines():
+        action_id = line.split('id="', 1)[1].split('"', 1)[0]
+        assert action_id in ids
 
 
 @pytest.mark.parametrize("line", DEMO_TRANSCRIPT.read_text(encoding="utf-8").splitlines())
@@ -116,22 +105,24 @@ def test_the_prompt_has_every_section() -> None:
     text = ProtocolPrompt().system_prompt(context())
     assert f"cortex protocol v{PROMPT_VERSION}" in text
     assert "helper" in text and "Be brief." in text
-    for element in ("<thought>", "<action", "<response", "output_key", "$r1", 'mode="async"'):
+    for element in ("<thought>", "<action", "<response", "depends_on", "$name", 'final="false"'):
         assert element in text
-    # The volatile part (feeds) comes last, after everything that is stable.
-    assert text.index("# Context feeds") > text.index("# Available tools")
-    assert "<action_result" in text
-    assert PROTOCOL_LESSON in text
-    assert "- search(q: string = null): Search the web." in text
-    assert "Internal actions allowed: add_context_feed, set_variable." in text
+    assert "fire_and_forget" in text and "async" in text
+    assert "<action_result" in text and "&lt;" in text
+    assert WORKED_EXAMPLE in text
+    assert "`search`: Search the web." in text
+    assert '"properties": {"q": {"type": "string"}}' in text
+    assert "`set_variable`" in text and "`add_context_feed`" in text
     assert "## system_clock\n\n2026-11-23 10:00 UTC" in text
     assert "unavailable: source failed" in text
 
 
 def test_the_prompt_without_tools_or_internal_actions_says_so() -> None:
-    text = ProtocolPrompt().system_prompt(context(tools=[], internal_actions=[], feeds=[]))
-    assert "None: do not write tool actions." in text
-    assert "No internal actions are allowed" in text
+    text = ProtocolPrompt(include_example=False).system_prompt(
+        context(tools=[], internal_actions=[], feeds=[])
+    )
+    assert "No tools" in text and "None are allowed" in text
+    assert WORKED_EXAMPLE not in text
     assert "Context feeds" not in text
 
 
