@@ -141,14 +141,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .jupyter.install import install
 
         return install(user=args.user, sys_prefix=args.sys_prefix, prefix=args.prefix)
-    if args.command == "run":
-        from .headless import run_headless
-
-        try:
-            options = options_from_args(args, where="cortex-kernel run")
+    if args.command in ("run", "eval"):
+        try:  # the model options, checked before anything runs
+            options = options_from_args(args, where=f"cortex-kernel {args.command}")
         except ConfigError as exc:
             print(exc, file=sys.stderr)
             return 2
+    if args.command == "run":
+        from .headless import run_headless
+
         return run_headless(
             args.message,
             model=args.model,
@@ -161,11 +162,6 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "eval":
         from .evaluation import run_eval
 
-        try:
-            options = options_from_args(args, where="cortex-kernel eval")
-        except ConfigError as exc:
-            print(exc, file=sys.stderr)
-            return 2
         return run_eval(
             model=args.model,
             suite=args.suite,
