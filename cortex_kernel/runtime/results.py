@@ -85,10 +85,18 @@ def own_traceback(exc: BaseException) -> str:
 
 
 def preview(value: Any, limit: int = 200) -> str:
-    """A short one-line text form of ``value`` for events and the live view."""
+    """A short one-line text form of ``value`` for events and the live view.
+
+    A cut preview ends with a marker saying how much was left out
+    (``… [+9800 chars]``); the full value stays in the action's variable.
+    """
     text = render_value(value)
     text = " ".join(text.split()) if "\n" in text or "\t" in text else text
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    marker = f"… [+{len(text) - limit} chars]"
+    keep = max(limit - len(marker), 0)
+    return text[:keep] + f"… [+{len(text) - keep} chars]"
 
 
 def quote(text: str) -> str:

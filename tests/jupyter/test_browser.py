@@ -98,13 +98,23 @@ def notebook7(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Itera
 
 
 @contextlib.contextmanager
-def _serve(tmp_path: Path, replay_dir: Path, app: str) -> Iterator[dict[str, Any]]:
+def _serve(
+    tmp_path: Path,
+    replay_dir: Path,
+    app: str,
+    cells: list[tuple[str, str]] | None = None,
+    model: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """A server of ``app`` with one Cortex notebook of ``cells`` (id, source); ``model``
+    is the kernels' ``CORTEX_MODEL`` (default: the view demo's replay)."""
     root = tmp_path / "root"
     root.mkdir()
     # A plain message cell of the Cortex kernel; the model comes from the
     # environment the server passes to its kernels.
     cell = "What is the capital of France? Add one fact about it."
     prices = f"%%agent --model replay:{replay_dir}/prices.jsonl\nWhat does it cost?"
+    if cells is None:
+        cells = [("agent-cell", cell), ("prices-cell", prices), ("python-cell", PYTHON_CELL)]
     notebook = {
         "cells": [
             {
@@ -115,11 +125,7 @@ def _serve(tmp_path: Path, replay_dir: Path, app: str) -> Iterator[dict[str, Any
                 "outputs": [],
                 "source": source,
             }
-            for cell_id, source in (
-                ("agent-cell", cell),
-                ("prices-cell", prices),
-                ("python-cell", PYTHON_CELL),
-            )
+            for cell_id, source in cells
         ],
         "metadata": {
             "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
@@ -138,7 +144,7 @@ def _serve(tmp_path: Path, replay_dir: Path, app: str) -> Iterator[dict[str, Any
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "IPYTHONDIR": str(tmp_path / "ipython"),
-        "CORTEX_MODEL": f"replay:{replay_dir}/view_demo.jsonl?tps=30",
+        "CORTEX_MODEL": model or f"replay:{replay_dir}/view_demo.jsonl?tps=30",
     }
     port = _free_port()
     app_class = "LabApp" if app == "jupyterlab" else "JupyterNotebookApp"

@@ -71,7 +71,10 @@ def test_truncation_note_names_variables() -> None:
 
 def test_preview() -> None:
     assert preview({"a": 1}) == '{"a": 1}'
-    assert len(preview("x" * 1000)) == 200
+    cut = preview("x" * 1000)
+    kept, marker = cut.split("…")
+    assert len(cut) <= 200 and kept == "x" * len(kept)
+    assert marker == f" [+{1000 - len(kept)} chars]"  # says exactly how much was cut
     assert preview("a\nb") == "a b"
 
 

@@ -1,0 +1,70 @@
+"""Approve / Deny in a real browser: JupyterLab + Chromium click the live view's buttons.
+
+A manifest marks its tool ``confirm: true``; the replay model calls it
+twice. The test waits for each action to show *awaiting approval* with its
+parameters, clicks Approve on the first and Deny on the second, and checks
+what the user and the model then see.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.jupyter.test_browser import _wait_idle, chromium, serve_lab
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+
+COUNT = [sys.executable, "-c", "import json,sys; print(len(json.load(sys.stdin)['text']))"]
+
+
+def call(action_id: str, text: str) -> str:
+    return (
+        f'<action type="tool" id="{action_id}" output_key="{action_id}">'
+        f'{{"name": "count", "parameters": {{"text": "{text}"}}}}</action>'
+    )
+
+
+def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str) -> None:
+    replay = tmp_path / "turns.jsonl"
+    turns = [call("c1", "hello"), call("c2", "secret"), "<response>first: $c1</response>"]
+    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    manifest = tmp_path / "agent.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "model": f"replay:{replay}",
+                "tools": [{"name": "count", "command": COUNT, "confirm": True}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    cells = [("manifest-cell", f"%manifest {manifest}"), ("agent-cell", "count two words")]
+    with serve_lab(tmp_path, cells, f"replay:{replay}") as lab, chromium(tmp_path) as page:
+        page.goto(lab["url"])
+        _wait_idle(page)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        first = page.locator('.cortex-node[data-id="c1"]')
+        first.locator(".cortex-approval-approve").wait_for(timeout=60_000)
+        shown_first = first.locator(".cortex-approval-params").inner_text()
+        first.locator(".cortex-approval-approve").click()
+        second = page.locator('.cortex-node[data-id="c2"]')
+        second.locator(".cortex-approval-deny").wait_for(timeout=60_000)
+        shown_second = second.locator(".cortex-approval-params").inner_text()
+        second.locator(".cortex-approval-deny").click()
+        page.wait_for_selector(".jp-OutputArea-output >> text=first: 5", timeout=60_000)
+        log = page.evaluate("window.__cortexLog")
+        static = page.locator(".jp-Cell").nth(1).locator(".cortex-run-static")
+        static.wait_for(timeout=30_000)
+        final_view = static.inner_text()
+
+    assert json.loads(shown_first) == {"text": "hello"}  # the exact parameters
+    assert json.loads(shown_second) == {"text": "secret"}
+    states = log["states"]
+    assert "awaiting approval" in states["c1"] and states["c1"][-1] == "succeeded", states
+    assert "awaiting approval" in states["c2"] and states["c2"][-1] == "failed", states
+    assert "approved (user)" in final_view and "denied (user)" in final_view
+    assert "the user denied the call to tool 'count'" in final_view
