@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError, ToolError
-from .executors.command import command_failed, decode_output, render_args, run_command
+from .executors.command import command_failed, decode_output, render_args, run_command, tail
 from .executors.docker import ContainerSpec, run_container
 from .executors.files import Workspace
 from .executors.images import sandbox_image
 from .executors.sandbox import run_code
+from .executors.tool import log_stderr
 from .manifest import AgentManifest, CallableTool, CommandTool, DockerTool, SandboxBuiltin
 from .runtime.docstrings import summary
 from .runtime.tools import Tool, ToolRegistry, schema_model
@@ -85,6 +86,7 @@ def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) ->
         )
         if result.returncode != 0:
             raise command_failed(spec.name, result)
+        log_stderr(tail(result.stderr, lines=200, chars=20_000))
         return decode_output(result.stdout)
 
     return Tool(
@@ -132,6 +134,7 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
             )
         if run.result.returncode != 0:
             raise command_failed(spec.name, run.result)
+        log_stderr(tail(run.result.stderr, lines=200, chars=20_000))
         return decode_output(run.result.stdout)
 
     return Tool(

@@ -20,12 +20,19 @@ CALL = (
     '{"name": "count", "parameters": {"text": "hello"}}</action>'
 )
 
+STDERR_AND_COUNT = (
+    "import json,sys; print('counting', file=sys.stderr); print(len(json.load(sys.stdin)['text']))"
+)
+
 MANIFEST = """\
 name: counter
 model: "replay:{turns}"
 tools:
   - name: count
-    command: ["{python}", "-c", "import json,sys; print(len(json.load(sys.stdin)['text']))"]
+    command:
+      - "{python}"
+      - "-c"
+      - "{code}"
     parameters:
       type: object
       properties: {{text: {{type: string}}}}
@@ -38,7 +45,12 @@ def manifest(tmp_path: Path, confirm: bool = False) -> Path:
     replay = turns(tmp_path, CALL, "<response>count is $n</response>")
     path = tmp_path / "agent.yaml"
     path.write_text(
-        MANIFEST.format(turns=replay, python=sys.executable, confirm=str(confirm).lower()),
+        MANIFEST.format(
+            turns=replay,
+            python=sys.executable,
+            code=STDERR_AND_COUNT,
+            confirm=str(confirm).lower(),
+        ),
         encoding="utf-8",
     )
     return path
@@ -51,8 +63,19 @@ def events(stdout: str) -> list[dict[str, object]]:
 def test_a_manifest_command_tool_runs_headless(tmp_path: Path) -> None:
     result = cli("run", "count hello", "--manifest", str(manifest(tmp_path)))
     assert result.returncode == 0, result.stderr
-    last = events(result.stdout)[-1]
-    assert last["type"] == "run_finished" and last["answer"] == "count is 5"
+    seen = events(result.stdout)
+    assert seen[-1]["type"] == "run_finished" and seen[-1]["answer"] == "count is 5"
+    # stderr of a successful call is kept, as an event of the action.
+    logs = [e for e in seen if e["type"] == "action_log"]
+    assert logs == [
+        {
+            "type": "action_log",
+            "t": logs[0]["t"],
+            "id": "c1",
+            "stream": "stderr",
+            "text": "counting",
+        }
+    ]
 
 
 def test_confirm_tools_are_refused_headless_without_yes(tmp_path: Path) -> None:

@@ -15,9 +15,10 @@ import sys
 from typing import Any, Literal
 
 from ..exceptions import ToolError
-from .command import command_failed, decode_output, run_command
+from .command import command_failed, decode_output, run_command, tail
 from .docker import ContainerSpec, run_container
 from .images import sandbox_image
+from .tool import log_stderr
 
 __all__ = ["memory_bytes", "run_code"]
 
@@ -89,4 +90,5 @@ async def run_code(
         result = run.result
     if result.returncode != 0:
         raise command_failed(name, result)
+    log_stderr(tail(result.stderr, lines=200, chars=20_000))
     return decode_output(result.stdout)

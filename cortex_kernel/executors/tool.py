@@ -8,6 +8,8 @@ context's approver (see :mod:`.approval`); with none, the call is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -15,11 +17,22 @@ import anyio
 from ..exceptions import ToolError
 from ..protocol.models import Action
 from ..runtime.ports import ExecutionContext, Executor
-from ..runtime.run_events import ApprovalDecided, ApprovalRequested
+from ..runtime.run_events import ActionLog, ApprovalDecided, ApprovalRequested
 from ..runtime.tools import unknown_tool_message
 from .approval import ApprovalRequest, Approver
 
-__all__ = ["ToolExecutor"]
+__all__ = ["ToolExecutor", "log_stderr"]
+
+# The running call's reporter of stderr, set by ToolExecutor around each call
+# (a context variable: concurrent calls each see their own).
+_STDERR: ContextVar[Callable[[str], None] | None] = ContextVar("cortex_tool_stderr", default=None)
+
+
+def log_stderr(text: str) -> None:
+    """Keep a tool's stderr as an ``action_log`` event of the running call (if any)."""
+    report = _STDERR.get()
+    if report is not None and text:
+        report(text)
 
 
 class ToolExecutor(Executor):
@@ -41,6 +54,10 @@ class ToolExecutor(Executor):
         arguments = tool.validate(parameters if isinstance(parameters, dict) else {})
         if tool.confirm:
             await self._approve(action, tool.name, tool.kind, arguments, context)
+        action_id = action.id or "?"
+        _STDERR.set(
+            lambda text: context.emit(ActionLog(t=context.clock(), id=action_id, text=text))
+        )
         if tool.kind == "python" and tool.timeout is not None:
             try:
                 with anyio.fail_after(tool.timeout):

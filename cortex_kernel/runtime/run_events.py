@@ -21,6 +21,7 @@ __all__ = [
     "RUNTIME_EVENT_TYPES",
     "ActionCancelled",
     "ActionFailed",
+    "ActionLog",
     "ActionQueued",
     "ActionSkipped",
     "ActionStarted",
@@ -176,6 +177,15 @@ class ActionCancelled(RuntimeEventBase):
     reason: str = "cancelled"
 
 
+class ActionLog(RuntimeEventBase):
+    """Output of a running action that is not its result: a tool's stderr, kept."""
+
+    type: Literal["action_log"] = "action_log"
+    id: str
+    stream: Literal["stderr"] = "stderr"
+    text: str
+
+
 class ApprovalRequested(RuntimeEventBase):
     """A tool marked ``confirm: true`` waits for a human; ``parameters`` are exactly what runs."""
 
@@ -251,6 +261,7 @@ RuntimeEvent = Annotated[
     | ActionFailed
     | ActionSkipped
     | ActionCancelled
+    | ActionLog
     | ApprovalRequested
     | ApprovalDecided
     | VariableBound
@@ -270,6 +281,7 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "action_failed",
     "action_skipped",
     "action_cancelled",
+    "action_log",
     "approval_requested",
     "approval_decided",
     "variable_bound",
