@@ -9,7 +9,8 @@ platform's (a thread hop, a process spawn, a container's life):
    tool (``true`` in a hardened container of the sandbox image, created,
    started, waited for and removed).
 2. **Concurrency** — 50 command tools at once vs the same 50 one after the
-   other (wall time each, and the ratio).
+   other (wall time each, and the ratio), for ``true`` (pure spawn cost) and
+   for ``sleep 0.05`` (a tool that waits, as most do).
 3. **Container start to first byte** — a container that prints at once:
    from ``create`` to the first byte of its stdout over an attached stream,
    split into create, start and first byte.
@@ -107,6 +108,28 @@ def _first_byte(image: str) -> dict[str, float]:
     }
 
 
+async def _fifty(argv: list[str]) -> dict[str, float]:
+    """50 calls of ``argv`` one after the other, then all at once."""
+
+    async def one() -> None:
+        await run_command(argv)
+
+    start = time.perf_counter()
+    for _ in range(50):
+        await one()
+    sequential = time.perf_counter() - start
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(50):
+            group.start_soon(one)
+    concurrent = time.perf_counter() - start
+    return {
+        "sequential_s": round(sequential, 3),
+        "concurrent_s": round(concurrent, 3),
+        "speedup": round(sequential / concurrent, 2),
+    }
+
+
 async def _bench(quick: bool) -> dict[str, Any]:
     n_callable, n_command, n_docker = (50, 10, 2) if quick else (1000, 100, 20)
     image: str | None = None
@@ -131,23 +154,8 @@ async def _bench(quick: bool) -> dict[str, Any]:
         per_call[name] = await _time_calls(lambda tool=tool: tool.call({}), n)  # type: ignore[misc]
     result["per_call"] = per_call
 
-    async def one() -> None:
-        await run_command(["true"])
-
-    start = time.perf_counter()
-    for _ in range(50):
-        await one()
-    sequential = time.perf_counter() - start
-    start = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(50):
-            group.start_soon(one)
-    concurrent = time.perf_counter() - start
-    result["fifty_commands"] = {
-        "sequential_s": round(sequential, 3),
-        "concurrent_s": round(concurrent, 3),
-        "speedup": round(sequential / concurrent, 2),
-    }
+    result["fifty_commands"] = await _fifty(["true"])
+    result["fifty_sleeps"] = await _fifty(["sleep", "0.05"])
     if image is not None:
         result["container_first_byte"] = await anyio.to_thread.run_sync(_first_byte, image)
     else:
@@ -166,11 +174,12 @@ def main() -> dict[str, Any]:
             print(f"{name:>14}: skipped ({result.get('docker_unavailable', '')})")
         else:
             print(f"{name:>14}: p50 {figures['p50_ms']:.3f} ms  p99 {figures['p99_ms']:.3f} ms")
-    fifty = result["fifty_commands"]
-    print(
-        f"50 command tools: sequential {fifty['sequential_s']:.3f} s, "
-        f"concurrent {fifty['concurrent_s']:.3f} s ({fifty['speedup']}x)"
-    )
+    for key, what in (("fifty_commands", "`true`"), ("fifty_sleeps", "`sleep 0.05`")):
+        fifty = result[key]
+        print(
+            f"50 command tools running {what}: sequential {fifty['sequential_s']:.3f} s, "
+            f"concurrent {fifty['concurrent_s']:.3f} s ({fifty['speedup']}x)"
+        )
     if result["container_first_byte"]:
         fb = result["container_first_byte"]
         print(

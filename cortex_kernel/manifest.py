@@ -168,6 +168,10 @@ class DockerSpec(_Strict):
     user: str = "65534:65534"
     tmpfs_size: str = Field(default="16m", pattern=_MEMORY)
     env: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra container labels (cortex-kernel=tool is always set)",
+    )
 
 
 class DockerTool(_ToolBase):

@@ -115,7 +115,7 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
         workspace_mode=spec.workspace if spec.workspace != "none" else "ro",
         tmpfs_size=spec.docker.tmpfs_size,
         env=spec.docker.env,
-        labels={"cortex-kernel.tool": spec.name},
+        labels={**spec.docker.labels, "cortex-kernel.tool": spec.name},
     )
 
     async def call(**parameters: Any) -> Any:

@@ -29,9 +29,25 @@ def sandbox_image() -> str:
     return ensure_sandbox_image(engine_or_skip())
 
 
-def our_containers() -> list[Any]:
-    """Every container carrying our label (running or not)."""
+def our_containers(token: str) -> list[Any]:
+    """Containers carrying our label and the test's ``cortex-kernel.test=<token>`` label.
+
+    The token keeps one test from seeing another's containers (test runs may
+    share the engine).
+    """
     from cortex_kernel.executors.docker import LABEL
 
     client = engine_or_skip()
-    return list(client.containers.list(all=True, filters={"label": LABEL}))
+    labels = [LABEL, f"{TEST_LABEL}={token}"]
+    return list(client.containers.list(all=True, filters={"label": labels}))
+
+
+#: The label tests put on their containers (``labels`` in a manifest's docker entry).
+TEST_LABEL = "cortex-kernel.test"
+
+
+def new_token() -> str:
+    """A fresh value for :data:`TEST_LABEL`."""
+    import uuid
+
+    return uuid.uuid4().hex[:12]

@@ -162,12 +162,14 @@ def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
         "a.yaml",
         f"name: helper\nmodel: 'replay:{turns}'\ninstructions: Be brief.\n"
         "limits: {max_turns: 2}\ninternal_actions: [set_variable]\n"
+        "llm_models: [openai/gpt-4o-mini]\n"
         "tools:\n  - {name: count, command: [wc, -c]}\n",
     )
     session = build_session(manifest=path)
     assert session.agent_name == "helper" and session.instructions == "Be brief."
     assert session.limits.max_turns == 2 and session.allowed_internal == {"set_variable"}
     assert [tool.name for tool in session.tools] == ["count"]
+    assert session.llm_models == {"openai/gpt-4o-mini"}
     with pytest.raises(ConfigError, match="there is no manifest"):
         build_session(model=f"replay:{turns}", agent="helper")
 

@@ -182,10 +182,13 @@ async def run_container(
     t0 = time.perf_counter()
     try:
         try:
-            created_id = await anyio.to_thread.run_sync(
-                lambda: client.api.create_container(**spec.create_options(client.api))["Id"]
-            )
-            container = client.containers.get(created_id)
+            # Shielded: a cancellation landing as the create returns would
+            # otherwise lose the id, and with it the container.
+            with anyio.CancelScope(shield=True):
+                created_id = await anyio.to_thread.run_sync(
+                    lambda: client.api.create_container(**spec.create_options(client.api))["Id"]
+                )
+                container = await anyio.to_thread.run_sync(client.containers.get, created_id)
         except docker.errors.ImageNotFound:
             raise ToolError(
                 f"tool '{name}': image {spec.image!r} is not on the Docker engine at "

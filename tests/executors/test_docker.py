@@ -15,7 +15,7 @@ from cortex_kernel.executors.docker import ContainerSpec, run_container
 from cortex_kernel.manifest import AgentManifest
 from cortex_kernel.runtime.tools import ToolRegistry
 from cortex_kernel.toolset import build_tools
-from tests.docker_support import our_containers, sandbox_image
+from tests.docker_support import TEST_LABEL, new_token, our_containers, sandbox_image
 
 pytestmark = pytest.mark.anyio
 
@@ -25,8 +25,16 @@ def image() -> str:
     return sandbox_image()
 
 
+TOKEN = new_token()  # this module's containers carry cortex-kernel.test=TOKEN
+
+
 def python_tool(image: str, code: str, **entry: Any) -> ToolRegistry:
-    docker = {"image": image, "command": ["python3", "-c", code], **entry.pop("docker", {})}
+    docker = {
+        "image": image,
+        "command": ["python3", "-c", code],
+        "labels": {TEST_LABEL: TOKEN},
+        **entry.pop("docker", {}),
+    }
     manifest = {"tools": [{"name": "py", "docker": docker, **entry}]}
     return build_tools(AgentManifest.model_validate(manifest))
 
@@ -61,7 +69,7 @@ async def test_defaults_no_network_read_only_root_non_root_user(image: str) -> N
     assert result["nets"] == ["lo"] and result["connect"] != "ok"
     assert result["/probe"] == "Read-only file system"
     assert result["/tmp/probe"] == "written"  # the small tmpfs
-    assert our_containers() == []  # removed afterwards
+    assert our_containers(TOKEN) == []  # removed afterwards
 
 
 async def test_network_only_when_the_entry_asks(image: str) -> None:
@@ -95,27 +103,27 @@ async def test_a_fork_bomb_stops_at_the_pids_limit(image: str) -> None:
     result = await py(image, code, docker={"pids": 32}, timeout=60)
     forked, reason = result.split(" ", 1)
     assert int(forked) < 32 and reason == "Resource temporarily unavailable"
-    assert our_containers() == []
+    assert our_containers(TOKEN) == []
 
 
 async def test_memory_over_the_limit_is_a_clear_error(image: str) -> None:
     code = "x = bytearray(400 * 1024 * 1024)\nfor i in range(0, len(x), 4096): x[i] = 1"
     with pytest.raises(ToolError, match=r"tool 'py' ran out of memory \(limit 64m\)"):
         await py(image, code, docker={"memory": "64m"})
-    assert our_containers() == []
+    assert our_containers(TOKEN) == []
 
 
 async def test_a_timeout_kills_and_removes_the_container(image: str) -> None:
     with pytest.raises(ToolError, match="timed out after 2 s; its container was killed"):
         await py(image, "import time; time.sleep(60)", timeout=2)
-    assert our_containers() == []
+    assert our_containers(TOKEN) == []
 
 
 async def test_a_cancelled_call_leaves_no_container(image: str) -> None:
     tools = python_tool(image, "import time; time.sleep(60)")
     with anyio.move_on_after(2):
         await tools.get("py").call({})
-    assert our_containers() == []
+    assert our_containers(TOKEN) == []
 
 
 async def test_non_zero_exit_shows_stderr(image: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.docker_support import our_containers, sandbox_image
+from tests.docker_support import TEST_LABEL, new_token, our_containers, sandbox_image
 from tests.jupyter.conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -115,20 +115,20 @@ def test_interrupt_cancels_a_waiting_approval(kernel: Kernel, tmp_path: Path) ->
 
 
 def test_an_interrupted_cell_leaves_no_container(kernel: Kernel, tmp_path: Path) -> None:
-    image = sandbox_image()
+    image, token = sandbox_image(), new_token()
     sleeper = {
         "name": "count",
-        "docker": {"image": image, "command": ["sleep", "60"]},
+        "docker": {"image": image, "command": ["sleep", "60"], "labels": {TEST_LABEL: token}},
     }
     path = agent(tmp_path, [CALL, "<response>never</response>"], [sleeper])
     kernel.python(f"%manifest {path}")
     msg_id = kernel.send("count")
     kernel.wait_for_op(msg_id, "n", "c1", "running", timeout=30)
     deadline = time.monotonic() + 20
-    while not our_containers() and time.monotonic() < deadline:
+    while not our_containers(token) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert our_containers(), "the tool's container never started"
+    assert our_containers(token), "the tool's container never started"
     kernel.km.interrupt_kernel()
     result = kernel.collect(msg_id, timeout=30)
     assert result.reply["content"]["ename"] == "RunInterrupted"
-    assert our_containers() == []
+    assert our_containers(token) == []
