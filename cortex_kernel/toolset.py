@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError, ToolError
-from .executors.command import command_failed, decode_output, render_args, run_command, tail
+from .executors.command import command_output, render_args, run_command
 from .executors.docker import ContainerSpec, run_container
 from .executors.files import Workspace
 from .executors.images import sandbox_image
 from .executors.sandbox import run_code
-from .executors.tool import log_stderr
 from .manifest import AgentManifest, CallableTool, CommandTool, DockerTool, SandboxBuiltin
 from .runtime.docstrings import summary
 from .runtime.tools import Tool, ToolRegistry, schema_model
@@ -66,6 +65,24 @@ def _callable_tool(spec: CallableTool, where: str) -> Tool:
     )
 
 
+def _declared(
+    spec: CommandTool | DockerTool, fallback: str, call: Callable[..., Any], kind: str, where: str
+) -> Tool:
+    """A tool checked against the JSON Schema its manifest entry declares."""
+    description = spec.description or fallback
+    return Tool(
+        spec.name,
+        description,
+        call,
+        spec.parameters,
+        None,
+        kind=kind,
+        source=where,
+        confirm=spec.confirm,
+        timeout=spec.timeout,
+    )
+
+
 def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) -> Tool:
     async def call(**parameters: Any) -> Any:
         if spec.args is not None:
@@ -84,22 +101,9 @@ def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) ->
             max_output=max_output,
             name=spec.name,
         )
-        if result.returncode != 0:
-            raise command_failed(spec.name, result)
-        log_stderr(tail(result.stderr, lines=200, chars=20_000))
-        return decode_output(result.stdout)
+        return command_output(spec.name, result)
 
-    return Tool(
-        spec.name,
-        spec.description or f"runs {' '.join(spec.command)}",
-        call,
-        spec.parameters,
-        None,
-        kind="command",
-        source=where,
-        confirm=spec.confirm,
-        timeout=spec.timeout,
-    )
+    return _declared(spec, f"runs {' '.join(spec.command)}", call, "command", where)
 
 
 def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None) -> Tool:
@@ -132,24 +136,14 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
             raise ToolError(
                 f"tool '{spec.name}' ran out of memory (limit {spec.docker.memory}) and was killed"
             )
-        if run.result.returncode != 0:
-            raise command_failed(spec.name, run.result)
-        log_stderr(tail(run.result.stderr, lines=200, chars=20_000))
-        return decode_output(run.result.stdout)
+        return command_output(spec.name, run.result)
 
-    return Tool(
-        spec.name,
-        spec.description
-        or f"runs {' '.join(spec.docker.command)} in {spec.docker.image or 'the sandbox'}",
-        call,
-        spec.parameters,
-        None,
-        kind="docker",
-        source=where,
-        confirm=spec.confirm,
-        timeout=spec.timeout,
-        labels={"network": spec.network},
+    image = spec.docker.image or "the sandbox"
+    made = _declared(
+        spec, f"runs {' '.join(spec.docker.command)} in {image}", call, "docker", where
     )
+    made.labels["network"] = spec.network
+    return made
 
 
 _CODE_SCHEMA = {

@@ -155,12 +155,16 @@ def test_the_default_agent_needs_no_file() -> None:
     assert not agent.builtins.python.enabled and not agent.builtins.shell.enabled
 
 
-def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
+def replay_agent(tmp_path: Path, fields: str) -> Path:
+    """A manifest file whose model replays one answer, with ``fields`` (YAML) added."""
     turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
-    path = write(
+    return write(tmp_path, "a.yaml", f"model: 'replay:{turns}'\n{fields}")
+
+
+def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
+    path = replay_agent(
         tmp_path,
-        "a.yaml",
-        f"name: helper\nmodel: 'replay:{turns}'\ninstructions: Be brief.\n"
+        "name: helper\ninstructions: Be brief.\n"
         "limits: {max_turns: 2}\ninternal_actions: [set_variable]\n"
         "llm_models: [openai/gpt-4o-mini]\n"
         "tools:\n  - {name: count, command: [wc, -c]}\n",
@@ -171,7 +175,7 @@ def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
     assert [tool.name for tool in session.tools] == ["count"]
     assert session.llm_models == {"openai/gpt-4o-mini"}
     with pytest.raises(ConfigError, match="there is no manifest"):
-        build_session(model=f"replay:{turns}", agent="helper")
+        build_session(model=f"replay:{tmp_path / 't.jsonl'}", agent="helper")
 
 
 def test_a_callable_that_cannot_be_imported_names_the_entry(tmp_path: Path) -> None:
@@ -212,11 +216,9 @@ def test_any_data_gives_a_manifest_or_one_config_error(data: dict[str, object]) 
 def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_path: Path) -> None:
     from cortex_kernel.protocol.models import Action, ActionType
 
-    turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
-    path = write(
+    path = replay_agent(
         tmp_path,
-        "a.yaml",
-        f"model: 'replay:{turns}'\nsub_agents: [{{name: critic}}]\n"
+        "sub_agents: [{name: critic}]\n"
         "relics: [{name: db, kind: sqlite}]\n"
         "context_feeds: [{id: news, type: internal, source: {internal: system_clock}}]\n",
     )

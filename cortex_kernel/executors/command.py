@@ -25,7 +25,15 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..exceptions import ToolError
 
-__all__ = ["CommandResult", "decode_output", "render_args", "run_command", "tail"]
+__all__ = [
+    "CommandResult",
+    "command_failed",
+    "command_output",
+    "decode_output",
+    "render_args",
+    "run_command",
+    "tail",
+]
 
 
 @dataclass
@@ -192,3 +200,19 @@ def command_failed(name: str, result: CommandResult) -> ToolError:
     why = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     text = tail(result.stderr) or tail(result.stdout) or "(no output)"
     return ToolError(f"tool '{name}' {why}; stderr (last lines):\n{text}")
+
+
+def command_output(name: str, result: CommandResult) -> Any:
+    """The tool's result: stdout (JSON when it is JSON); stderr kept as an ``action_log``.
+
+    Raises
+    ------
+    ToolError
+        For a non-zero exit, with the tail of stderr.
+    """
+    from .tool import log_stderr
+
+    if result.returncode != 0:
+        raise command_failed(name, result)
+    log_stderr(tail(result.stderr, lines=200, chars=20_000))
+    return decode_output(result.stdout)

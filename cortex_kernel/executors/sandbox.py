@@ -15,10 +15,9 @@ import sys
 from typing import Any, Literal
 
 from ..exceptions import ToolError
-from .command import command_failed, decode_output, run_command, tail
+from .command import command_output, run_command
 from .docker import ContainerSpec, run_container
 from .images import sandbox_image
-from .tool import log_stderr
 
 __all__ = ["memory_bytes", "run_code"]
 
@@ -88,7 +87,4 @@ async def run_code(
         if run.oom_killed:
             raise ToolError(f"tool '{name}' ran out of memory (limit {memory}) and was killed")
         result = run.result
-    if result.returncode != 0:
-        raise command_failed(name, result)
-    log_stderr(tail(result.stderr, lines=200, chars=20_000))
-    return decode_output(result.stdout)
+    return command_output(name, result)
