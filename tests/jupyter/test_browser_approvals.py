@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.jupyter.test_browser import _wait_idle, chromium, serve_lab
+from tests.jupyter.test_browser import OBSERVER, _ensure_chromium, _launch, _serve, _wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
@@ -28,7 +28,10 @@ def call(action_id: str, text: str) -> str:
     )
 
 
-def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str) -> None:
+def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> None:
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
     replay = tmp_path / "turns.jsonl"
     turns = [call("c1", "hello"), call("c2", "secret"), "<response>first: $c1</response>"]
     replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
@@ -43,23 +46,30 @@ def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str) -> Non
         encoding="utf-8",
     )
     cells = [("manifest-cell", f"%manifest {manifest}"), ("agent-cell", "count two words")]
-    with serve_lab(tmp_path, cells, f"replay:{replay}") as lab, chromium(tmp_path) as page:
-        page.goto(lab["url"])
-        _wait_idle(page)
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        first = page.locator('.cortex-node[data-id="c1"]')
-        first.locator(".cortex-approval-approve").wait_for(timeout=60_000)
-        shown_first = first.locator(".cortex-approval-params").inner_text()
-        first.locator(".cortex-approval-approve").click()
-        second = page.locator('.cortex-node[data-id="c2"]')
-        second.locator(".cortex-approval-deny").wait_for(timeout=60_000)
-        shown_second = second.locator(".cortex-approval-params").inner_text()
-        second.locator(".cortex-approval-deny").click()
-        page.wait_for_selector(".jp-OutputArea-output >> text=first: 5", timeout=60_000)
-        log = page.evaluate("window.__cortexLog")
-        static = page.locator(".jp-Cell").nth(1).locator(".cortex-run-static")
-        static.wait_for(timeout=30_000)
-        final_view = static.inner_text()
+    served = _serve(tmp_path, replay_dir, "jupyterlab", cells, f"replay:{replay}")
+    with served as lab, sync_playwright() as p:
+        context = _launch(p, tmp_path)
+        try:
+            context.add_init_script(OBSERVER)
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(lab["url"])
+            _wait_idle(page)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            first = page.locator('.cortex-node[data-id="c1"]')
+            first.locator(".cortex-approval-approve").wait_for(timeout=60_000)
+            shown_first = first.locator(".cortex-approval-params").inner_text()
+            first.locator(".cortex-approval-approve").click()
+            second = page.locator('.cortex-node[data-id="c2"]')
+            second.locator(".cortex-approval-deny").wait_for(timeout=60_000)
+            shown_second = second.locator(".cortex-approval-params").inner_text()
+            second.locator(".cortex-approval-deny").click()
+            page.wait_for_selector(".jp-OutputArea-output >> text=first: 5", timeout=60_000)
+            log = page.evaluate("window.__cortexLog")
+            static = page.locator(".jp-Cell").nth(1).locator(".cortex-run-static")
+            static.wait_for(timeout=30_000)
+            final_view = static.inner_text()
+        finally:
+            context.close()
 
     assert json.loads(shown_first) == {"text": "hello"}  # the exact parameters
     assert json.loads(shown_second) == {"text": "secret"}
