@@ -19,6 +19,7 @@ from .executors import INTERNAL_ACTIONS, default_executors
 from .executors.approval import Approver
 from .executors.mcp import McpServerConfig
 from .executors.mcp_hub import McpHub
+from .executors.subagent import AgentExecutor
 from .executors.unavailable import NotAvailable
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
@@ -134,6 +135,32 @@ def build_session(
     return session
 
 
+def _sub_agents(session: Session, spec: AgentManifest, source: str, base: Path) -> None:
+    """``agent`` actions: each call builds a fresh session of the named sub-agent."""
+    where: dict[str, Path] = {}
+    for sub in spec.sub_agents:
+        path = Path(sub.manifest) if sub.manifest else Path(source)
+        where[sub.name] = path if path.is_absolute() else base / path
+
+    def factory(name: str) -> Session:
+        path = where[name]
+        sub_spec = load_manifest(path).agent(name)
+        # A sub-agent with no model of its own thinks with its parent's.
+        model = None if sub_spec.model.name else session.model
+        return build_session(
+            model, manifest=path, agent=name, transcript_dir=session.transcript_dir
+        )
+
+    described = {sub.name: sub.description for sub in spec.sub_agents}
+    session.executors[ActionType.AGENT] = AgentExecutor(
+        described, factory, max_depth=session.limits.max_depth
+    )
+    session.catalog["agents"] = [
+        {"name": name, "description": text or f"the {name} agent", "parameters": {"message": "str"}}
+        for name, text in described.items()
+    ]
+
+
 def _configure(
     session: Session, spec: AgentManifest, source: str, base: Path, namespace: Any
 ) -> None:
@@ -147,8 +174,9 @@ def _configure(
         hub = mcp_hub(session, base)
         for server in spec.mcp_servers:
             hub.add(McpServerConfig(**server.model_dump(), source=source))
+    if spec.sub_agents:
+        _sub_agents(session, spec, source, base)
     declared = {
-        ActionType.AGENT: ("sub-agents", [a.name for a in spec.sub_agents]),
         ActionType.RELIC: ("relics", [r.name for r in spec.relics]),
         ActionType.WORKFLOW: ("workflows", [w.name for w in spec.workflows]),
     }

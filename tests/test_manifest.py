@@ -224,8 +224,8 @@ def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_pat
     )
     session = build_session(manifest=path)
     assert [spec.id for spec in session.feeds.specs] == ["news"]
-    check = session.executors[ActionType.AGENT].check
-    message = check(Action(type=ActionType.AGENT, id="a1", body={"name": "critic"}), None)  # type: ignore[arg-type]
-    assert message is not None and "declares sub-agents (critic)" in message
+    check = session.executors[ActionType.RELIC].check
+    message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "db"}), None)  # type: ignore[arg-type]
+    assert message is not None and "declares relics (db)" in message
     assert "not available in this version yet" in message
     assert ActionType.RELIC in session.executors and ActionType.WORKFLOW not in session.executors

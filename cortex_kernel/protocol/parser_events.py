@@ -50,6 +50,7 @@ class ParserEventBase(BaseModel):
     span: tuple[int, int]
     t: float | None = None
     turn: int | None = None
+    parent: str | None = None  # set when a nested run's event is recorded by its parent
 
     def to_json(self) -> str:
         """One JSON line, without the fields that are empty; never raises (lone

@@ -173,6 +173,10 @@ class RunContext:
         Built-in feed sources the host fills (the kernel's ``notebook_variables``).
     clear_history
         Forgets the conversation of earlier runs (``clear_context``).
+    depth
+        Nesting depth (0 for a cell's run; an ``agent`` action's run is deeper).
+    catalog
+        The ``agents``, ``relics`` and ``workflows`` the prompt lists.
     """
 
     model: Model
@@ -194,6 +198,8 @@ class RunContext:
     feeds: FeedRegistry | None = None
     feed_providers: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     clear_history: Callable[[], None] = _ignore
+    depth: int = 0
+    catalog: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class Run:
@@ -304,6 +310,7 @@ class Run:
                         llm_models=context.llm_models,
                         feeds=context.feeds,
                         clear_context=self._clear_context,
+                        depth=context.depth,
                     ),
                 )
                 self.scheduler = Scheduler(
@@ -485,6 +492,9 @@ class Run:
             tools=run.tools.specs(),
             internal_actions=sorted(run.allowed_internal),
             feeds=self.feeds.slots(),
+            agents=run.catalog.get("agents", []),
+            relics=run.catalog.get("relics", []),
+            workflows=run.catalog.get("workflows", []),
             protocol=run.protocol,
         )
         system = run.prompt.system_prompt(context)

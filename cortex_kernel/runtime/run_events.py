@@ -40,6 +40,7 @@ __all__ = [
     "TurnStarted",
     "Usage",
     "VariableBound",
+    "nest_event",
     "parse_event",
 ]
 
@@ -89,6 +90,8 @@ class RuntimeEventBase(BaseModel):
 
     type: str
     t: float
+    # The action that runs the nested run this event belongs to (None: the cell's run).
+    parent: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, without the fields that are empty; never raises."""
@@ -102,7 +105,6 @@ class RunStarted(RuntimeEventBase):
     run_id: str
     message: str
     model: str
-    parent: str | None = None  # id of the action that runs this nested run
 
 
 class TurnStarted(RuntimeEventBase):
@@ -299,3 +301,30 @@ def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
     """Read one event (parser or runtime) back from its JSON line."""
     result: ParserEvent | RuntimeEvent = load_json_line(_ADAPTER, line)
     return result
+
+
+def nest_event(event: Any, parent: str) -> Any:
+    """``event`` of a nested run, as its parent run records it.
+
+    Its ``parent`` becomes the action that runs the nested run (or that
+    action's id before a deeper parent), and every action id it carries is
+    prefixed ``PARENT/`` so ids never collide across runs and the view nests
+    them (``critic/a1`` under ``critic``).
+    """
+    own = getattr(event, "parent", None)
+    update: dict[str, Any] = {"parent": parent if own is None else f"{parent}/{own}"}
+    if isinstance(getattr(event, "id", None), str):
+        update["id"] = f"{parent}/{event.id}"
+    action = getattr(event, "action", None)
+    if isinstance(action, Action):
+        update["action"] = action.model_copy(
+            update={
+                "id": f"{parent}/{action.id}",
+                "depends_on": tuple(f"{parent}/{d}" for d in action.depends_on),
+            }
+        )
+    for name in ("depends_on", "waiting_on"):
+        ids = getattr(event, name, None)
+        if isinstance(ids, tuple):
+            update[name] = tuple(f"{parent}/{d}" for d in ids)
+    return event.model_copy(update=update)

@@ -121,6 +121,8 @@ class Session:
         #: The context feeds (the composition root sets the manifest's; the
         #: model or ``%feeds`` may add more).
         self.feeds = FeedRegistry()
+        #: Sub-agents, relics and workflows the prompt lists (name, description…).
+        self.catalog: dict[str, list[dict[str, Any]]] = {}
         #: Built-in feed sources the host fills (the kernel's ``notebook_variables``).
         self.feed_providers: dict[str, Callable[[], Any]] = {}
         self._runs: dict[str, list[Message]] = {}
@@ -153,6 +155,7 @@ class Session:
         *,
         key: str | None = None,
         on_event: Callable[[AnyEvent], None] | None = None,
+        depth: int = 0,
     ) -> RunResult:
         """Run ``message`` through the agent loop.
 
@@ -165,6 +168,8 @@ class Session:
             messages in the history, at the same position.
         on_event
             Called synchronously with every event; its exceptions are logged.
+        depth
+            Nesting depth (an ``agent`` action's run is one deeper than its parent).
 
         Returns
         -------
@@ -202,6 +207,8 @@ class Session:
             feeds=self.feeds,
             feed_providers=self.feed_providers,
             clear_history=self.reset,
+            depth=depth,
+            catalog=self.catalog,
         )
         run = Run(
             context,

@@ -1,0 +1,92 @@
+"""``agent`` actions: a nested run of another agent of the manifest (SPEC §2.1).
+
+``{"name": AGENT, "message": TEXT}`` runs AGENT's own loop — its model,
+prompt, tools and limits — in a fresh session made by the composition root,
+and its final answer is the action's result. Every event of the nested run
+is forwarded into the parent run with the action's id as its ``parent`` and
+as a prefix of its action ids (``critic/a1``), so the transcript holds the
+whole tree and the view draws the nested run as a subtree. The nested run is
+awaited inside the action, so cancelling the parent (an interrupt, a limit)
+cancels it too. Nesting stops at the ``limits.max_depth`` of the cell's
+agent (a sub-agent's own limit may only lower it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+
+from ..exceptions import ActionError
+from ..protocol.models import Action, ActionType
+from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.run_events import nest_event
+from ..runtime.session import Session
+
+__all__ = ["AgentExecutor", "SessionFactory"]
+
+#: Makes a fresh session of the named sub-agent (the composition root provides it).
+SessionFactory = Callable[[str], Session]
+
+
+class AgentExecutor(Executor):
+    """Runs ``agent`` actions as nested runs.
+
+    Parameters
+    ----------
+    agents
+        The sub-agents this agent may call, name -> description.
+    factory
+        Makes a fresh session of a sub-agent.
+    max_depth
+        The deepest nesting allowed (a cell's run is depth 0).
+    """
+
+    def __init__(self, agents: Mapping[str, str], factory: SessionFactory, max_depth: int) -> None:
+        self.agents = dict(agents)
+        self.factory = factory
+        self.max_depth = max_depth
+
+    def check(self, action: Action, context: ExecutionContext) -> str | None:
+        """Unknown sub-agent, missing message or too deep: an ``action_error``."""
+        name = action.name
+        if name not in self.agents:
+            known = ", ".join(sorted(self.agents)) or "none"
+            return f"unknown agent '{name}'; this agent may call: {known}"
+        if "$" not in str(action.body.get("message", "$")) and not isinstance(
+            action.body.get("message"), str
+        ):
+            return f'agent action needs a "message" string for {name}'
+        if context.depth + 1 > self.max_depth:
+            return (
+                f"agent '{name}' not started: nesting depth limit {self.max_depth} reached "
+                "(limits.max_depth)"
+            )
+        return None
+
+    async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
+        """Run the sub-agent to its end; its answer is the result, its failure an error."""
+        name = str(body.get("name"))
+        message = body.get("message")
+        if not isinstance(message, str):
+            raise ActionError(f'agent action needs a "message" string for {name}')
+        session = self.factory(name)
+        nested = session.executors.get(ActionType.AGENT)
+        if isinstance(nested, AgentExecutor):  # the whole subtree stays within our limit
+            nested.max_depth = min(nested.max_depth, self.max_depth)
+
+        def forward(event: Any) -> None:
+            context.emit(nest_event(event, action.id))
+
+        try:
+            result = await session.run(message, on_event=forward, depth=context.depth + 1)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+        if result.status not in ("ok", "incomplete"):
+            raise ActionError(
+                f"sub-agent '{name}' ended with status {result.status}: "
+                f"{result.message or 'no answer'}"
+            )
+        return result.answer
