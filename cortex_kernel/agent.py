@@ -21,6 +21,7 @@ from .executors.mcp import McpServerConfig
 from .executors.mcp_hub import McpHub
 from .executors.subagent import AgentExecutor
 from .executors.unavailable import NotAvailable
+from .executors.workflow import WorkflowExecutor
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
 from .manifest import AgentManifest, default_agent, load_manifest
@@ -176,9 +177,16 @@ def _configure(
             hub.add(McpServerConfig(**server.model_dump(), source=source))
     if spec.sub_agents:
         _sub_agents(session, spec, source, base)
+    if spec.workflows:
+        session.executors[ActionType.WORKFLOW] = WorkflowExecutor(
+            {w.name: w for w in spec.workflows}, max_parallel=session.limits.max_parallel
+        )
+        session.catalog["workflows"] = [
+            {"name": w.name, "description": w.description, "parameters": w.parameters}
+            for w in spec.workflows
+        ]
     declared = {
         ActionType.RELIC: ("relics", [r.name for r in spec.relics]),
-        ActionType.WORKFLOW: ("workflows", [w.name for w in spec.workflows]),
     }
     for action_type, (what, names) in declared.items():
         if names:

@@ -334,12 +334,38 @@ class WorkflowStep(_Strict):
 
 
 class WorkflowSpec(_Strict):
-    """A named, parameterised DAG of steps."""
+    """A named, parameterised DAG of steps.
+
+    ``parameters`` maps each parameter to its default (``null``: required);
+    steps read them as ``$name`` and each other's results as ``$step_id``.
+    ``outputs`` names the steps whose results make the workflow's result
+    (default: the steps nothing depends on).
+    """
 
     name: str = Field(pattern=_NAME)
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
     steps: list[WorkflowStep] = Field(min_length=1)
+    outputs: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_steps(self) -> WorkflowSpec:
+        ids = [step.id for step in self.steps]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"workflow '{self.name}': step ids repeat: {', '.join(repeated)}")
+        unknown = [
+            f"{step.id} depends on '{dep}'"
+            for step in self.steps
+            for dep in step.depends_on
+            if dep not in ids
+        ] + [f"output '{out}'" for out in self.outputs if out not in ids]
+        if unknown:
+            raise ValueError(
+                f"workflow '{self.name}' names steps it does not have: {'; '.join(unknown)} "
+                f"(steps: {', '.join(ids)})"
+            )
+        return self
 
 
 #: Feed source kinds run as an action of the same type.

@@ -43,7 +43,7 @@ Tool sources
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol
@@ -241,6 +241,9 @@ class ExecutionContext:
         The session's context feeds (``None``: this runtime has none).
     clear_context
         Forgets the conversation of earlier runs (``clear_context``).
+    dispatch, validate
+        The run's own :meth:`ExecutorSet.execute` and :meth:`ExecutorSet.check`
+        (a workflow runs its steps through them).
     """
 
     tools: ToolRegistry
@@ -254,6 +257,8 @@ class ExecutionContext:
     depth: int = 0
     feeds: FeedRegistry | None = None
     clear_context: Callable[[], int] | None = None
+    dispatch: Callable[[Action, dict[str, Any]], Awaitable[Any]] | None = None
+    validate: Callable[[Action], str | None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -286,6 +291,7 @@ class ExecutorSet:
     def __init__(self, executors: Mapping[ActionType, Executor], context: ExecutionContext) -> None:
         self.executors = dict(executors)
         self.context = context
+        context.dispatch, context.validate = self.execute, self.check
 
     def check(self, action: Action) -> str | None:
         """Why ``action`` cannot run, or ``None``."""

@@ -1,0 +1,129 @@
+"""``workflow`` actions: a named, parameterised DAG of steps from the manifest (SPEC §2.1).
+
+``{"name": WORKFLOW, "parameters": {...}}`` runs the workflow's steps — each
+an action of any type with ``depends_on`` and ``$param`` / ``$step``
+references — through the runtime's own :class:`~cortex_kernel.runtime.scheduler.Scheduler`
+and the run's executors, so steps start eagerly as their dependencies
+succeed, exactly like the model's actions. The steps' events are recorded
+under the action (``parent`` set, ids prefixed ``ACTION/step``) so the view
+draws the workflow as a subtree. The result is a mapping of the outputs the
+workflow names (default: the steps nothing depends on) to their values. A
+failing step fails the workflow with the step named; a workflow may not call
+itself, directly or through another workflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+
+from ..exceptions import ActionError
+from ..manifest import WorkflowSpec
+from ..protocol.models import Action, ActionMode, ActionType
+from ..runtime.nodes import NodeState
+from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.run_events import nest_event
+from ..runtime.scheduler import Scheduler
+from ..runtime.variables import VariableStore
+
+__all__ = ["WorkflowExecutor"]
+
+# The workflows running in this task, outermost first (to refuse recursion).
+_ACTIVE: ContextVar[tuple[str, ...]] = ContextVar("cortex_workflows", default=())
+
+
+class WorkflowExecutor(Executor):
+    """Runs ``workflow`` actions.
+
+    Parameters
+    ----------
+    workflows
+        The manifest's workflows by name.
+    max_parallel
+        Steps running at once within one workflow.
+    """
+
+    def __init__(self, workflows: Mapping[str, WorkflowSpec], max_parallel: int = 16) -> None:
+        self.workflows = dict(workflows)
+        self.max_parallel = max_parallel
+
+    def check(self, action: Action, context: ExecutionContext) -> str | None:
+        """An unknown workflow or unknown parameters are an ``action_error``."""
+        spec = self.workflows.get(action.name or "")
+        if spec is None:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            return f"unknown workflow '{action.name}'; workflows: {known}"
+        unknown = sorted(set(action.parameters) - set(spec.parameters))
+        if unknown:
+            return (
+                f"workflow '{spec.name}' has no parameter {', '.join(unknown)}; "
+                f"its parameters: {', '.join(spec.parameters) or 'none'}"
+            )
+        if context.dispatch is None:
+            return "workflow actions need the run's executors"
+        return None
+
+    async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
+        """Run the steps to their end; the result maps the named outputs to their values."""
+        spec = self.workflows[str(body.get("name"))]
+        active = _ACTIVE.get()
+        if spec.name in active:
+            chain = " -> ".join((*active, spec.name))
+            raise ActionError(f"workflow '{spec.name}' calls itself ({chain})")
+        given = body.get("parameters")
+        params = {**spec.parameters, **(given if isinstance(given, dict) else {})}
+        missing = sorted(key for key, value in params.items() if value is None)
+        if missing:
+            raise ActionError(f"workflow '{spec.name}' needs the parameter(s) {', '.join(missing)}")
+        store = VariableStore()
+        store.values.update(params)  # $param; steps' results go to $step (by id)
+        token = _ACTIVE.set((*active, spec.name))
+        try:
+            nodes = await self._run_steps(spec, action.id, store, context)
+        finally:
+            _ACTIVE.reset(token)
+        for step in spec.steps:
+            node = nodes[step.id]
+            if node.state in (NodeState.FAILED, NodeState.REJECTED, NodeState.CANCELLED):
+                raise ActionError(
+                    f"workflow '{spec.name}' failed at step '{step.id}': {node.error}"
+                )
+        wanted = spec.outputs or [
+            s.id for s in spec.steps if not any(s.id in o.depends_on for o in spec.steps)
+        ]
+        return {key: nodes[key].result for key in wanted}
+
+    async def _run_steps(
+        self, spec: WorkflowSpec, parent: str, store: VariableStore, context: ExecutionContext
+    ) -> dict[str, Any]:
+        assert context.dispatch is not None
+        async with anyio.create_task_group() as tg:
+            scheduler = Scheduler(
+                tg,
+                execute=context.dispatch,
+                validate=context.validate,
+                variables=store,
+                emit=lambda event: context.emit(nest_event(event, parent)),
+                clock=context.clock,
+                max_parallel=self.max_parallel,
+            )
+            try:
+                for step in spec.steps:
+                    scheduler.submit(
+                        Action(
+                            id=step.id,
+                            type=ActionType(step.type),
+                            mode=ActionMode.ASYNC,
+                            depends_on=tuple(step.depends_on),
+                            body=step.body,
+                        )
+                    )
+                scheduler.end_turn()
+                await scheduler.wait_all()
+            finally:
+                scheduler.cancel_all("workflow ended")
+                tg.cancel_scope.cancel()
+        return dict(scheduler.nodes)
