@@ -94,6 +94,7 @@ class State:
             "span": None,
             "t": None,
             "turn": None,
+            "parent": None,
             "text": None,
         }
         # What the hot path of Parser.feed needs, in one load.

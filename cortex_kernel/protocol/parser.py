@@ -429,7 +429,7 @@ class Parser:
     # returns the next state.
 
     def _open_thought(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        data = {"type": "thought_start", "span": span, "t": None, "turn": None}
+        data = {"type": "thought_start", "span": span, "t": None, "turn": None, "parent": None}
         events.append(build(ThoughtStart, data, _SPAN_FIELDS))
         if not text:
             return THOUGHT
@@ -454,7 +454,14 @@ class Parser:
                 at = span[0]
                 message = f"response final={word!r} is not true or false; read as true"
                 events.append(Warning(span=(at, at), message=message))
-        data = {"type": "response_start", "span": span, "t": None, "turn": None, "final": final}
+        data = {
+            "type": "response_start",
+            "span": span,
+            "t": None,
+            "turn": None,
+            "parent": None,
+            "final": final,
+        }
         events.append(build(ResponseStart, data, _FINAL_FIELDS))
         end = span[1]
         if junk:
@@ -473,6 +480,7 @@ class Parser:
             "span": span,
             "t": None,
             "turn": None,
+            "parent": None,
             "id": action_id,
             "attrs": dict(attrs),  # a copy: the parser still reads its own
             "in_thought": self._state is THOUGHT,
@@ -501,7 +509,14 @@ class Parser:
         return FEED
 
     def _close_thought(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        data = {"type": "thought_end", "span": span, "t": None, "turn": None, "truncated": False}
+        data = {
+            "type": "thought_end",
+            "span": span,
+            "t": None,
+            "turn": None,
+            "parent": None,
+            "truncated": False,
+        }
         events.append(build(ThoughtEnd, data, _SPAN_FIELDS))
         return OUTSIDE
 
@@ -511,6 +526,7 @@ class Parser:
             "span": span,
             "t": None,
             "turn": None,
+            "parent": None,
             "final": self._final,
             "truncated": False,
         }
@@ -554,7 +570,14 @@ class Parser:
                 )
                 return opened.parent
             action = built.action
-        data = {"type": "action_parsed", "span": span, "t": None, "turn": None, "action": action}
+        data = {
+            "type": "action_parsed",
+            "span": span,
+            "t": None,
+            "turn": None,
+            "parent": None,
+            "action": action,
+        }
         events.append(build(ActionParsed, data, _PARSED_FIELDS))
         return opened.parent
 

@@ -33,7 +33,14 @@ def error(text: str) -> dict[str, object]:
 
 def test_text_outside_elements_is_kept() -> None:
     assert events_of("hello, world") == [
-        {"type": "text", "span": (0, 12), "t": None, "turn": None, "text": "hello, world"}
+        {
+            "type": "text",
+            "span": (0, 12),
+            "t": None,
+            "turn": None,
+            "parent": None,
+            "text": "hello, world",
+        }
     ]
 
 
