@@ -1,7 +1,8 @@
 """The streaming protocol, sans-IO: models, events and the incremental parser.
 
 Everything public is re-exported here; import from ``cortex_kernel.protocol``.
-This package imports nothing else of ``cortex_kernel`` (SPEC, STYLE).
+Of ``cortex_kernel`` it imports only the base-layer helpers ``fastmodel`` and
+``safejson`` (``scripts/import_graph.py`` and ``tests/test_layers.py`` keep it so).
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ from .parser_events import (
     Warning,
     parse_parser_event,
 )
-
-# Variable references ($name, ${name}, $name.field[0]) live in .references;
-# their names (find_references, substitute) are re-exported here once that
-# module exists.
 
 __all__ = [
     "PARSER_EVENT_TYPES",

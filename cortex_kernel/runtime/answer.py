@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.references import interpolate_text
+from .references import interpolate_text
 
 __all__ = ["Placeholder", "fill_answer"]
 

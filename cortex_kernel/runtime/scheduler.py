@@ -40,7 +40,6 @@ from anyio.abc import TaskGroup
 from ..exceptions import ActionError, ReferenceError_, UnknownActionError
 from ..protocol.models import Action, ActionMode, ActionType
 from ..protocol.parser_events import ActionErrorEvent, ParserEvent, Warning
-from ..protocol.references import find_references, substitute
 from .drift import RETRYABLE_STATES, duplicate_id_message
 from .nodes import (
     FIRE_AND_FORGET,
@@ -57,6 +56,7 @@ from .nodes import (
 from .nodes import (
     now as _now,
 )
+from .references import find_references, substitute
 from .results import own_traceback, preview
 from .run_events import (
     ActionCancelled,

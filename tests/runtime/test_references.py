@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_kernel.exceptions import ReferenceError_
-from cortex_kernel.protocol.references import (
+from cortex_kernel.runtime.references import (
     find_references,
     interpolate_text,
     resolve_path,
