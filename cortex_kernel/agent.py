@@ -211,4 +211,6 @@ def mcp_hub(session: Session, base: Path | None = None) -> McpHub:
             return source
     hub = McpHub(base)
     session.tool_sources.append(hub)
+    # mcp_resource feeds read through the hub (see runtime.feeds.source_fetcher).
+    session.feed_providers["mcp_resource"] = lambda: hub.read_resource
     return hub

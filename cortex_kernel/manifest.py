@@ -370,7 +370,7 @@ class WorkflowSpec(_Strict):
 
 #: Feed source kinds run as an action of the same type.
 ACTION_SOURCES = ("tool", "llm", "relic", "workflow")
-FEED_SOURCES = ("internal", *ACTION_SOURCES, "callable")
+FEED_SOURCES = ("internal", *ACTION_SOURCES, "callable", "mcp_resource")
 INTERNAL_FEEDS = ("system_clock", "notebook_variables", "run_status")
 
 
@@ -379,7 +379,8 @@ class FeedSpec(_Strict):
 
     ``source`` has exactly one of ``internal`` (``system_clock``,
     ``run_status``, ``notebook_variables``), ``tool``, ``llm``, ``relic``,
-    ``workflow`` (with ``parameters``) or ``callable`` (``module:function``);
+    ``workflow`` (with ``parameters``), ``callable`` (``module:function``) or
+    ``mcp_resource`` (``{server: NAME, uri: URI}``, read from a declared MCP server);
     see :mod:`cortex_kernel.runtime.feeds`.
     """
 
@@ -407,6 +408,11 @@ class FeedSpec(_Strict):
                 f"unknown internal source {self.source['internal']!r}; "
                 f"known: {', '.join(INTERNAL_FEEDS)}"
             )
+        resource = self.source.get("mcp_resource")
+        if kinds[0] == "mcp_resource" and not (
+            isinstance(resource, dict) and set(resource) == {"server", "uri"}
+        ):
+            raise ValueError("mcp_resource needs {server: NAME, uri: URI}")
         return self
 
     @property

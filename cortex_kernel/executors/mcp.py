@@ -92,10 +92,11 @@ def tool_name(server: str, tool: str) -> str:
 
 @dataclass
 class _Call:
-    """One ``tools/call`` handed to the host task."""
+    """One ``tools/call`` (or ``resources/read`` of ``uri``) handed to the host task."""
 
     tool: str
     arguments: dict[str, Any]
+    uri: str | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -348,7 +349,10 @@ class McpServer:
         with anyio.CancelScope() as scope:
             call.scope = scope
             try:
-                call.result = await client.call_tool(call.tool, call.arguments)
+                if call.uri is not None:
+                    call.result = await client.read_resource(call.uri)
+                else:
+                    call.result = await client.call_tool(call.tool, call.arguments)
             except Exception as exc:
                 call.error = exc
                 if _connection_failed(exc):
@@ -373,12 +377,30 @@ class McpServer:
             The tool reported an error, the call timed out, or the server is gone.
         """
         shown = tool_name(self.name, tool)
+        call = await self._submit(_Call(tool, arguments), f"tool '{shown}'")
+        return _result(shown, call.result)
+
+    async def read(self, uri: str) -> str:
+        """Read resource ``uri``: its text parts joined (``[binary …]`` for blobs).
+
+        Raises
+        ------
+        ToolError
+            The server reported an error, the read timed out, or the server is gone.
+        """
+        call = await self._submit(_Call("", {}, uri=uri), f"resource '{uri}' of '{self.name}'")
+        parts = [
+            getattr(item, "text", None) or f"[binary {getattr(item, 'mimeType', None) or ''}]"
+            for item in call.result.contents
+        ]
+        return "\n".join(parts)
+
+    async def _submit(self, call: _Call, shown: str) -> _Call:
         if self._send is None or self.state not in ("running", "restarting"):
             raise ToolError(self.error or f"MCP server '{self.name}' is not running")
         if self.state == "restarting" and self._ready is not None:
             with anyio.move_on_after(self.config.startup_timeout):
                 await self._ready.wait()  # the restart's start does not count as the call's time
-        call = _Call(tool, arguments)
         timeout = self.config.timeout
         try:
             with anyio.fail_after(timeout if timeout is not None else math.inf):
@@ -386,15 +408,15 @@ class McpServer:
                 await call.done.wait()
         except TimeoutError:
             call.cancel()
-            raise ToolError(f"tool '{shown}' timed out after {timeout:g} s") from None
+            raise ToolError(f"{shown} timed out after {timeout:g} s") from None
         except BaseException:
             call.cancel()  # interrupted: the SDK tells the server to stop
             raise
         if call.error is not None:
             if isinstance(call.error, ToolError):
                 raise call.error
-            raise ToolError(f"tool '{shown}' failed: {_describe(call.error)}") from None
-        return _result(shown, call.result)
+            raise ToolError(f"{shown} failed: {_describe(call.error)}") from None
+        return call
 
     # ---------------------------------------------------------------- tools
 

@@ -112,6 +112,18 @@ class McpHub:
             server.warnings.clear()
         return warnings
 
+    async def read_resource(self, server: str, uri: str) -> str:
+        """Read resource ``uri`` from ``server`` (started by :meth:`prepare` at the run's start).
+
+        Raises
+        ------
+        McpError
+            No such server.
+        ToolError
+            The read failed or the server is not running.
+        """
+        return await self._get(server).read(uri)
+
     async def aclose(self) -> None:
         """Stop every server."""
         async with anyio.create_task_group() as group:

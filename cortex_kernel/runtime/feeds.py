@@ -336,6 +336,12 @@ def source_fetcher(
                     "(notebook_variables is filled by the Jupyter kernel)"
                 )
             return provider()
+        if kind == "mcp_resource":
+            provider = internal.get("mcp_resource")
+            if provider is None:
+                raise ActionError("this session has no MCP servers to read a resource from")
+            resource = spec.source["mcp_resource"]
+            return await provider()(str(resource["server"]), str(resource["uri"]))
         if kind == "callable":
             parameters = spec.source.get("parameters") or {}
             return await call_callable(str(spec.source["callable"]), parameters)

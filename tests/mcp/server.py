@@ -93,6 +93,18 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.resource("notes://today", description="A short note.")
+def today() -> str:
+    """The note a context feed reads."""
+    return "note of the day: ship it"
+
+
+@server.resource("notes://broken")
+def broken() -> str:
+    """A resource whose read fails."""
+    raise ValueError("the note is unreadable")
+
+
 if __name__ == "__main__":
     if _args[:1] == ["empty"]:
         MCPServer("no-tools").run("stdio")

@@ -154,7 +154,7 @@ async def test_context_feed_element_and_failing_source(tmp_path: Path) -> None:
     errors = [e.message for e in result.events if e.type == "action_error"]
     assert errors == [
         "context feed 'bad' was not created: invalid context feed: source needs exactly one "
-        "of internal, tool, llm, relic, workflow, callable (got url)"
+        "of internal, tool, llm, relic, workflow, callable, mcp_resource (got url)"
     ]
     updated = {e.feed_id: e.error for e in result.events if e.type == "feed_updated"}  # type: ignore[union-attr]
     assert updated["down"] == "ConnectionError: quote service down" and updated["clock"] is None

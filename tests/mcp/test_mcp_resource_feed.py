@@ -1,0 +1,52 @@
+"""An ``mcp_resource`` context feed: a real SDK server's resource read into the system prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cortex_kernel.agent import build_session
+from cortex_kernel.manifest import FeedSpec
+from tests.runtime.test_internal_actions import Recording, system
+
+from .support import stdio_entry, write_manifest
+
+pytestmark = pytest.mark.anyio
+
+
+def feed(feed_id: str, uri: str) -> dict[str, object]:
+    return {
+        "id": feed_id,
+        "type": "on_demand",
+        "ttl": 60,
+        "source": {"mcp_resource": {"server": "t", "uri": uri}},
+    }
+
+
+async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
+    tmp_path: Path, marks: Path
+) -> None:
+    manifest = write_manifest(
+        tmp_path,
+        [stdio_entry(marks)],
+        "<response>done</response>",
+        context_feeds=[feed("note", "notes://today"), feed("bad", "notes://broken")],
+    )
+    session = build_session(manifest=manifest, transcript_dir=tmp_path)
+    model = Recording(tmp_path / "turns.jsonl")
+    session.model = model
+    try:
+        result = await session.run("go")
+        assert result.status == "ok", result.message
+        prompt = system(model, 0)
+        assert "## note" in prompt and "note of the day: ship it" in prompt
+        bad = prompt[prompt.index("## bad") :]
+        assert "(unavailable: " in bad and "Error reading resource notes://broken" in bad
+    finally:
+        await session.aclose()
+
+
+def test_the_source_needs_a_server_and_a_uri() -> None:
+    with pytest.raises(ValueError, match="mcp_resource needs"):
+        FeedSpec(id="x", source={"mcp_resource": {"server": "t"}})
