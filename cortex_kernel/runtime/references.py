@@ -193,13 +193,6 @@ def _as_text(value: Any) -> str:
     return safe_str(value)
 
 
-def _match_reference(match: re.Match[str]) -> Reference:
-    """The reference a ``_REFERENCE`` match (other than ``$$``) names."""
-    name = match.group(1) or match.group(3)
-    path = match.group(2) if match.group(1) is not None else match.group(4)
-    return Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
-
-
 def _lookup_reference(ref: Reference, lookup: Callable[[str], Any]) -> Any:
     try:
         base = lookup(ref.name)
@@ -221,7 +214,9 @@ def _substitute_string(text: str, lookup: Callable[[str], Any]) -> Any:
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
-        ref = _match_reference(match)
+        name = match.group(1) or match.group(3)
+        path = match.group(2) if match.group(1) is not None else match.group(4)
+        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
         return _as_text(_lookup_reference(ref, lookup))
 
     return _REFERENCE.sub(replace, text)
@@ -271,7 +266,9 @@ def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
-        ref = _match_reference(match)
+        name = match.group(1) or match.group(3)
+        path = match.group(2) if match.group(1) is not None else match.group(4)
+        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
         try:
             return _as_text(_lookup_reference(ref, lookup))
         except ReferenceError_:
