@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["__version__", "load_ipython_extension", "tool", "unload_ipython_extension"]
+__all__ = [
+    "__version__",
+    "load_ipython_extension",
+    "relics",
+    "tool",
+    "unload_ipython_extension",
+]
 
 __version__ = "0.1.0"
 
@@ -20,6 +26,30 @@ def __getattr__(name: str) -> Any:
 
         return tool
     raise AttributeError(f"module 'cortex_kernel' has no attribute {name!r}")
+
+
+def relics() -> Any:
+    """The relics (persistent services) of this kernel: a ``RelicRegistry``.
+
+    ``relics().status()`` lists them (name, kind, state, uptime, calls),
+    ``relics().stop(NAME)`` stops one (its next use starts it again),
+    ``relics().stop_all()`` stops them all; ``await relics().call(NAME, OP,
+    {...})`` calls an operation as a ``relic`` action would. Only inside an
+    IPython kernel (headless: ``session.relics``).
+
+    Raises
+    ------
+    RuntimeError
+        Outside IPython.
+    """
+    from IPython import get_ipython
+
+    from .jupyter.runner import runner_for
+
+    shell = get_ipython()
+    if shell is None:
+        raise RuntimeError("cortex_kernel.relics() works in a notebook; headless: session.relics")
+    return runner_for(shell).relics
 
 
 def load_ipython_extension(shell: Any) -> None:

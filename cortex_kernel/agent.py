@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .exceptions import ConfigError
+from .exceptions import ConfigError, CortexError
 from .executors import INTERNAL_ACTIONS, default_executors
 from .executors.approval import Approver
 from .executors.mcp import McpServerConfig
 from .executors.mcp_hub import McpHub
+from .executors.relic import RelicExecutor, RelicRegistry
+from .executors.relic_base import RelicPlace
 from .executors.subagent import AgentExecutor
-from .executors.unavailable import NotAvailable
 from .executors.workflow import WorkflowExecutor
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
@@ -71,6 +72,7 @@ def build_session(
     *,
     agent: str | None = None,
     approver: Approver | None = None,
+    relics: RelicRegistry | None = None,
     **kw: Any,
 ) -> Session:
     """Compose a session.
@@ -93,6 +95,10 @@ def build_session(
         Which agent of a manifest that defines several (default: its ``default``).
     approver
         Decides on tools marked ``confirm: true`` (``None``: such calls are refused).
+    relics
+        Where the manifest's relics live: the owner's registry (the kernel
+        passes one per kernel, so relics outlive sessions). ``None``: the
+        session makes its own and stops it in :meth:`Session.aclose`.
     **kw
         Passed to :class:`Session` (``namespace``, ``transcript_dir``,
         ``limits``, ``tools``; ``prompt`` or ``executors`` to replace ours).
@@ -129,6 +135,8 @@ def build_session(
     chosen_model = model if model is not None else spec.model.name
     session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
     _configure(session, spec, source, base, kw.get("namespace"))
+    if spec.relics:
+        _relics(session, spec, source, base, relics)
     if feeds is None:
         feeds = FeedRegistry(spec.context_feeds, count_tokens=_count_tokens)
     session.feeds = feeds
@@ -149,7 +157,11 @@ def _sub_agents(session: Session, spec: AgentManifest, source: str, base: Path) 
         # A sub-agent with no model of its own thinks with its parent's.
         model = None if sub_spec.model.name else session.model
         return build_session(
-            model, manifest=path, agent=name, transcript_dir=session.transcript_dir
+            model,
+            manifest=path,
+            agent=name,
+            transcript_dir=session.transcript_dir,
+            relics=session.relics,
         )
 
     described = {sub.name: sub.description for sub in spec.sub_agents}
@@ -185,15 +197,30 @@ def _configure(
             {"name": w.name, "description": w.description, "parameters": w.parameters}
             for w in spec.workflows
         ]
-    declared = {
-        ActionType.RELIC: ("relics", [r.name for r in spec.relics]),
-    }
-    for action_type, (what, names) in declared.items():
-        if names:
-            session.executors[action_type] = NotAvailable(
-                f"{action_type.value} actions are not available in this version yet: "
-                f"{source} declares {what} ({', '.join(names)}), but running them comes later"
-            )
+
+
+def _relics(
+    session: Session, spec: AgentManifest, source: str, base: Path, relics: RelicRegistry | None
+) -> None:
+    """``relic`` actions on the owner's registry (or one the session owns)."""
+    if relics is None:
+        relics = RelicRegistry()
+        session.services.append(relics)
+    place = RelicPlace(
+        base=base,
+        workspace=(base / spec.executors.workspace).resolve(),
+        docker_host=spec.executors.docker.host,
+        source=source,
+    )
+    try:
+        for relic in spec.relics:
+            relics.declare(relic, place)
+    except CortexError as exc:
+        raise ConfigError(str(exc)) from None
+    names = [relic.name for relic in spec.relics]
+    session.relics = relics
+    session.executors[ActionType.RELIC] = RelicExecutor(relics, names)
+    session.catalog["relics"] = relics.catalog(names)
 
 
 def mcp_hub(session: Session, base: Path | None = None) -> McpHub:

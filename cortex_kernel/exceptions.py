@@ -12,7 +12,9 @@ library's types.
     ├── ActionError              one action could not run (.action_id)
     │   ├── UnknownActionError   unknown type, tool, agent, relic or workflow
     │   ├── ReferenceError_      a `$var` that names nothing
-    │   └── ToolError            the tool itself failed
+    │   ├── ToolError            the tool itself failed
+    │   └── RelicError           a relic could not start, or its operation failed
+    │       └── RelicCrashed     its process, container or object is gone (restarted on next use)
     ├── RunError                 an agent cell's run ended badly (.result: the run)
     │   ├── RunFailed            the run ended with an error
     │   ├── RunLimitReached      max_turns, max_actions, wall time, tokens or cost
@@ -46,6 +48,8 @@ __all__ = [
     "ProviderDown",
     "RateLimitError",
     "ReferenceError_",
+    "RelicCrashed",
+    "RelicError",
     "ReplayExhausted",
     "RunError",
     "RunFailed",
@@ -86,6 +90,18 @@ class ReferenceError_(ActionError):  # trailing underscore: not the builtin Refe
 
 class ToolError(ActionError):
     """The tool itself raised or exited with an error."""
+
+
+class RelicError(ActionError):
+    """A relic (persistent service) could not start, or one of its operations failed."""
+
+
+class RelicCrashed(RelicError):
+    """The relic's process, container or object is gone; its next use restarts it.
+
+    A Python relic's method may raise it to say its object is broken beyond
+    repair: the call fails and the next call gets a fresh object.
+    """
 
 
 class RunError(CortexError):

@@ -32,6 +32,7 @@ The JSON Schema of this format ships as ``cortex_kernel/manifest.schema.json``
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,8 @@ __all__ = [
     "ManifestFile",
     "McpServerSpec",
     "ModelSpec",
+    "RelicOperation",
+    "RelicSpec",
     "SandboxBuiltin",
     "ToolSpec",
     "default_agent",
@@ -315,13 +318,118 @@ class SubAgent(_Strict):
     description: str = ""
 
 
+class RelicOperation(_Strict):
+    """One operation of a ``server`` or ``docker`` relic, as the model sees it.
+
+    ``command`` (docker relics only) is run with ``docker exec`` in the
+    relic's container: the parameters as JSON in ``$CORTEX_PARAMETERS`` and
+    on stdin, stdout the result (JSON when it is JSON).
+    """
+
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the parameters",
+    )
+    command: list[str] | None = Field(
+        default=None, min_length=1, description="docker relics: run in the container per call"
+    )
+
+
+_RELIC_FIELDS: dict[str, tuple[str, ...]] = {
+    "python": ("target", "options"),
+    "server": ("command", "health", "env", "cwd"),
+    "docker": ("docker", "network", "workspace"),
+    "sqlite": ("path",),
+}
+_RELIC_NEEDS = {"python": "target", "server": "command", "docker": "docker"}
+_FIELD_KEYS = {"target": "class"}
+
+
 class RelicSpec(_Strict):
-    """A persistent service (``module:Class``, a server command, or a container)."""
+    """A persistent service, started on first use and kept across cells.
+
+    ``kind`` says what it is (see ``docs/relics.md``):
+
+    - ``python``: an object of ``class`` (``module:Class``) made with
+      ``options`` as keyword arguments; its public methods are the operations.
+    - ``server``: ``command`` serving HTTP on 127.0.0.1 (``{port}`` in it, and
+      ``$PORT``, is the port chosen at start); ``GET health`` answers 200 when
+      it is ready; an operation is ``POST /OPERATION`` with the parameters as a
+      JSON body, and the JSON response is the result.
+    - ``docker``: a long-lived hardened container (``docker``, as for Docker
+      tools); each operation's ``command`` runs in it with ``docker exec``.
+    - ``sqlite``: the built-in key-value store in the file ``path`` of the
+      workspace (default ``NAME.sqlite``): ``get``, ``set``, ``delete``,
+      ``keys``, ``items``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     name: str = Field(pattern=_NAME)
-    kind: Literal["python", "command", "docker", "sqlite"]
-    target: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["python", "server", "docker", "sqlite"]
+    description: str = ""
+    target: str | None = Field(
+        default=None,
+        alias="class",
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description="python: the class, module:Class",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="python: keyword arguments of the class"
+    )
+    command: list[str] | None = Field(
+        default=None, min_length=1, description="server: program and arguments ({port} replaced)"
+    )
+    health: str = Field(default="/health", pattern=r"^/", description="server: readiness path")
+    env: dict[str, str] = Field(default_factory=dict, description="server: extra environment")
+    cwd: str | None = Field(default=None, description="server: working directory")
+    docker: DockerSpec | None = Field(default=None, description="docker: image and command")
+    network: bool = Field(default=False, description="docker: give the container a network")
+    workspace: Literal["none", "ro", "rw"] = Field(
+        default="none", description="docker: mount the workspace at /workspace"
+    )
+    path: str | None = Field(default=None, description="sqlite: file in the workspace")
+    operations: dict[str, RelicOperation] = Field(
+        default_factory=dict,
+        description="server and docker: the operations (python: its public methods)",
+    )
+    timeout: float | None = Field(default=60.0, gt=0, description="seconds per operation")
+    startup_timeout: float = Field(default=30.0, gt=0, description="seconds to start")
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> RelicSpec:
+        needed = _RELIC_NEEDS.get(self.kind)
+        if needed is not None and getattr(self, needed) is None:
+            raise ValueError(f"a {self.kind} relic needs '{_FIELD_KEYS.get(needed, needed)}'")
+        own = set(_RELIC_FIELDS[self.kind])
+        foreign = sorted(
+            _FIELD_KEYS.get(key, key)
+            for fields in _RELIC_FIELDS.values()
+            for key in fields
+            if key not in own and key in self.model_fields_set
+        )
+        if foreign:
+            raise ValueError(
+                f"{', '.join(foreign)}: not a field of {self.kind} relics "
+                f"(theirs: {', '.join(_FIELD_KEYS.get(k, k) for k in _RELIC_FIELDS[self.kind])})"
+            )
+        if self.operations and self.kind in ("python", "sqlite"):
+            raise ValueError(f"a {self.kind} relic's operations are its methods; drop 'operations'")
+        commands = [op for op, spec in self.operations.items() if spec.command is not None]
+        if self.kind == "docker":
+            missing = sorted(op for op in self.operations if op not in commands)
+            if not self.operations or missing:
+                raise ValueError(
+                    "a docker relic needs operations, each with a 'command' run in its container"
+                    + (f" (no command: {', '.join(missing)})" if missing else "")
+                )
+        elif commands:
+            raise ValueError("only docker relics' operations have a 'command'")
+        bad = sorted(op for op in self.operations if not re.fullmatch(r"[A-Za-z_][\w-]*", op))
+        if bad:
+            raise ValueError(f"operation names are letters, digits, _ and -: {', '.join(bad)}")
+        return self
 
 
 class WorkflowStep(_Strict):
@@ -446,8 +554,8 @@ def _default_internal() -> list[InternalAction]:
 class AgentManifest(_Strict):
     """One agent: model, instructions, tools and what it may do.
 
-    Sub-agents, relics, workflows and context feeds are checked as data; the
-    runtime refuses to use them with a clear error until they are available.
+    Sub-agents, relics, workflows and context feeds are checked here and run
+    by the executors the composition root installs.
     """
 
     name: str = Field(default="cortex", pattern=_NAME)
@@ -496,6 +604,10 @@ class AgentManifest(_Strict):
         repeated = sorted({n for n in servers if servers.count(n) > 1})
         if repeated:
             raise ValueError(f"MCP server names must be unique; repeated: {', '.join(repeated)}")
+        relics = [relic.name for relic in self.relics]
+        repeated = sorted({n for n in relics if relics.count(n) > 1})
+        if repeated:
+            raise ValueError(f"relic names must be unique; repeated: {', '.join(repeated)}")
         return self
 
 
@@ -640,13 +752,15 @@ def _allowed(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
         if part in kinds and index >= 2 and loc[index - 2] == "tools":
             current = kinds[part]
             continue
-        info = current.model_fields.get(part)
+        info = current.model_fields.get(part) or next(
+            (f for f in current.model_fields.values() if f.alias == part), None
+        )
         if info is None:
             break
         current = _inner_model(info.annotation)
         if current is None:
             return []
-    return sorted(current.model_fields)
+    return sorted(info.alias or name for name, info in current.model_fields.items())
 
 
 def _inner_model(annotation: Any) -> Any:

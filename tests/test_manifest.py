@@ -226,6 +226,7 @@ def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_pat
     assert [spec.id for spec in session.feeds.specs] == ["news"]
     check = session.executors[ActionType.RELIC].check
     message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "db"}), None)  # type: ignore[arg-type]
-    assert message is not None and "declares relics (db)" in message
-    assert "not available in this version yet" in message
+    assert message is not None and 'needs an "operation"' in message and "keys" in message
+    message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "dbs"}), None)  # type: ignore[arg-type]
+    assert message == "unknown relic 'dbs'; did you mean 'db'? relics: db"
     assert ActionType.RELIC in session.executors and ActionType.WORKFLOW not in session.executors

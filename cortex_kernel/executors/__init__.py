@@ -10,6 +10,9 @@ from ..protocol.models import ActionType
 from ..runtime.ports import Executor
 from .internal import DEFAULT_INTERNAL_ACTIONS, INTERNAL_ACTIONS, InternalExecutor
 from .llm_call import LLMExecutor
+from .relic import RelicExecutor, RelicRegistry, RelicStatus
+from .relic_base import RelicPlace
+from .relic_python import SqliteStore
 from .tool import ToolExecutor
 
 __all__ = [
@@ -17,6 +20,11 @@ __all__ = [
     "INTERNAL_ACTIONS",
     "InternalExecutor",
     "LLMExecutor",
+    "RelicExecutor",
+    "RelicPlace",
+    "RelicRegistry",
+    "RelicStatus",
+    "SqliteStore",
     "ToolExecutor",
     "default_executors",
 ]

@@ -4,7 +4,8 @@ Defaults (each may be loosened only by the tool's manifest entry):
 no network (``network_mode="none"``), a read-only root filesystem with a
 small ``/tmp`` tmpfs, every capability dropped, ``no-new-privileges``,
 memory (swap included), CPU and pids limits, an unprivileged user, and the
-label ``cortex-kernel=tool`` so our containers can be found. The parameters
+label ``cortex-kernel=tool`` so our containers can be found (relics reuse
+:class:`ContainerSpec` for their long-lived containers, labelled ``relic``). The parameters
 go in as JSON on stdin; stdout is the result (JSON when it is JSON).
 
 The SDK is blocking, so each call runs in a worker thread. Whatever ends the
@@ -29,7 +30,7 @@ import anyio.to_thread
 from ..exceptions import ToolError
 from .command import CommandResult
 
-__all__ = ["LABEL", "ContainerSpec", "docker_client", "run_container"]
+__all__ = ["LABEL", "ContainerSpec", "docker_client", "remove_container", "run_container"]
 
 #: Label on every container we start (value: ``tool``), used to find strays.
 LABEL = "cortex-kernel"
@@ -135,7 +136,8 @@ def docker_client(host: str | None = None) -> Any:
     return client
 
 
-def _remove(container: Any) -> None:
+def remove_container(container: Any) -> None:
+    """Kill and remove ``container`` (already gone is fine)."""
     import docker.errors
 
     try:
@@ -219,7 +221,7 @@ async def run_container(
     finally:
         if container is not None:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_remove, container)
+                await anyio.to_thread.run_sync(remove_container, container)
     code = int(status.get("StatusCode", -1))
     result = CommandResult(
         code,
@@ -245,6 +247,6 @@ def remove_labelled(host: str | None = None) -> int:
     client = docker_client(host)
     count = 0
     for container in client.containers.list(all=True, filters={"label": LABEL}):
-        _remove(container)
+        remove_container(container)
         count += 1
     return count

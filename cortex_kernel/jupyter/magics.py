@@ -239,12 +239,24 @@ def _feeds(line: str) -> None:
 
 
 def _relics(line: str) -> None:
-    """%relics [list|stop NAME] — persistent services started by the agent."""
+    """%relics [list|stop NAME|stop --all] — the kernel's persistent services."""
+    from ..exceptions import CortexError
+
+    registry = runner_for(_shell()).relics
     command = line.strip().split()
-    if command and command[0] == "stop":
-        print("No relic to stop: relics come with agent manifests (not available yet).")
+    if not command or command == ["list"]:
+        print(registry.describe())
+    elif command[0] == "stop" and command[1:] == ["--all"]:
+        print(f"stopped {registry.stop_all()} relic(s)")
+    elif command[0] == "stop" and len(command) == 2:
+        try:
+            running = registry.stop(command[1])
+        except CortexError as exc:
+            print(exc)
+            return
+        print(f"stopped {command[1]}" if running else f"{command[1]} was not running")
     else:
-        print("No relics running: relics come with agent manifests (not available yet).")
+        print("usage: %relics [list] | %relics stop NAME | %relics stop --all")
 
 
 def _variables(line: str) -> None:

@@ -31,6 +31,7 @@ from .interrupt import cancel_on_sigint
 from .viewstate import TerminalView, escape_math
 
 if TYPE_CHECKING:
+    from ..executors.relic import RelicRegistry
     from ..runtime.ports import Model
     from ..runtime.run_result import RunResult
     from ..runtime.session import Session
@@ -137,6 +138,7 @@ class AgentRunner:
         # which shows a display once and ignores its updates.
         self.terminal = False
         self._session: Session | None = None
+        self._relics: RelicRegistry | None = None
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
         #: Closing sessions a new manifest or agent replaced (their MCP servers stop).
         self._closing: set[asyncio.Task[None]] = set()
@@ -159,7 +161,18 @@ class AgentRunner:
             read_notebook=self.read_notebook,
             agent=agent,
             approver=self.approver,
+            relics=self.relics,
         )
+
+    @property
+    def relics(self) -> RelicRegistry:
+        """The kernel's relics: every session of this kernel shares them, and they
+        live until the user stops them or the kernel shuts down."""
+        if self._relics is None:
+            from ..executors.relic import RelicRegistry
+
+            self._relics = RelicRegistry()
+        return self._relics
 
     def _model(self, spec: str | None, options: ModelOptions) -> Model:
         from ..agent import resolve
@@ -257,13 +270,17 @@ class AgentRunner:
         task.add_done_callback(self._closing.discard)
 
     async def aclose(self) -> None:
-        """Cancel background work (fire-and-forget actions) of every session."""
-        for task in list(self._closing):
-            await task
-        sessions = [self._session, *self._manifest_sessions.values()]
-        for session in sessions:
-            if session is not None:
-                await session.aclose()
+        """Cancel background work (fire-and-forget actions) of every session; stop the relics."""
+        try:
+            for task in list(self._closing):
+                await task
+            sessions = [self._session, *self._manifest_sessions.values()]
+            for session in sessions:
+                if session is not None:
+                    await session.aclose()
+        finally:
+            if self._relics is not None:
+                await self._relics.aclose()
 
     def _session_for(self, options: _Options) -> Session:
         manifest = options.manifest or self.manifest

@@ -38,6 +38,9 @@ Tool sources
     servers, ``cortex_kernel.executors.mcp``): the session asks it to start
     and register its tools before every run, in the session's background
     task group, and closes it with the session.
+Services
+    A :class:`Service` is something a session owns and closes with itself
+    (the relic registry of a session whose owner gave it none).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ __all__ = [
     "PromptBuilder",
     "PromptContext",
     "ProtocolName",
+    "Service",
     "ToolCall",
     "ToolSource",
     "protocol_named",
@@ -206,6 +210,14 @@ class ToolSource(Protocol):
     async def prepare(self, tools: ToolRegistry, group: TaskGroup | None) -> list[str]:
         """Start what is not running (in ``group``), register its tools; return warnings."""
         ...
+
+    async def aclose(self) -> None:
+        """Stop everything it started."""
+        ...
+
+
+class Service(Protocol):
+    """Something a session owns and stops when it closes (a relic registry it made)."""
 
     async def aclose(self) -> None:
         """Stop everything it started."""

@@ -40,6 +40,7 @@ from .ports import (
     ModelResolver,
     PromptBuilder,
     ProtocolName,
+    Service,
     ToolSource,
 )
 from .run_events import AnyEvent
@@ -132,6 +133,11 @@ class Session:
         self._bg_stop: anyio.Event | None = None
         #: Tools from outside (MCP servers): prepared before every run, closed with the session.
         self.tool_sources: list[ToolSource] = []
+        #: What the session owns and closes with itself (a relic registry it made).
+        self.services: list[Service] = []
+        #: The registry of its ``relic`` actions (shared with its owner's other
+        #: sessions when the owner passed one); ``None`` without relics.
+        self.relics: Any = None
 
     # ------------------------------------------------------------ public API
 
@@ -240,10 +246,14 @@ class Session:
         return not scope.cancelled_caught
 
     async def aclose(self) -> None:
-        """Cancel background (``fire_and_forget``) work, stop tool sources and the host task."""
+        """Cancel background (``fire_and_forget``) work, stop tool sources, owned services
+        (relics it made itself) and the host task."""
         for source in self.tool_sources:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
+        for service in self.services:
+            with anyio.CancelScope(shield=True):
+                await service.aclose()
         for scheduler in self._schedulers:
             scheduler.cancel_all("session closed", background=True)
         self._schedulers.clear()
