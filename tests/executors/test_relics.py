@@ -43,6 +43,10 @@ executors: {{workspace: ws}}
 """
 
 
+#: A docker relic's counter: its state is a file in the container's /tmp.
+INCR_DOCKER = "n=$(cat /tmp/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /tmp/n; echo $n"
+
+
 def relic(action_id: str, name: str, operation: str, mode: str = "async", **params: Any) -> str:
     body = json.dumps({"name": name, "operation": operation, "parameters": params})
     return (
