@@ -148,7 +148,10 @@ def _sub_agents(session: Session, spec: AgentManifest, source: str, base: Path) 
     """``agent`` actions: each call builds a fresh session of the named sub-agent."""
     where: dict[str, Path] = {}
     for sub in spec.sub_agents:
-        path = Path(sub.manifest) if sub.manifest else Path(source)
+        if sub.manifest is None:  # the same file; `source` is its path as the user gave it
+            where[sub.name] = Path(source).resolve()
+            continue
+        path = Path(sub.manifest)
         where[sub.name] = path if path.is_absolute() else base / path
 
     def factory(name: str) -> Session:

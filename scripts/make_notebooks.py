@@ -353,3 +353,73 @@ write(
         code("%%python\nprint(vowels, spelled)"),
     ],
 )
+
+
+def notebook_06() -> None:
+    """Sub-agents, workflows and relics (issue 12): one manifest, three compound actions."""
+    write(
+        "06_subagents_workflows_relics.ipynb",
+        CORTEX,
+        [
+            new_markdown_cell(
+                "# Sub-agents, workflows and relics\n\n"
+                "Three kinds of compound action, from one manifest "
+                "(`data/compound_agent.yaml`, shown below): an `agent` action runs another "
+                "agent of the manifest as a nested run, drawn as a subtree; a `workflow` "
+                "action runs a named DAG of steps on the same scheduler; a `relic` action "
+                "calls a persistent service that outlives the cell — here the built-in "
+                "SQLite key-value store. The models are replays, so it runs offline."
+            ),
+            code(
+                "%%python\n"
+                "import pathlib\n\n"
+                "# A fresh store for this demo (the file outlives the kernel).\n"
+                "pathlib.Path('data/workspace/memory.sqlite').unlink(missing_ok=True)\n"
+                "print(open('data/compound_agent.yaml').read())"
+            ),
+            code("%manifest data/compound_agent.yaml"),
+            new_markdown_cell(
+                "## A sub-agent\n\n"
+                "`lead` hands the check to `critic`, which has its own model, instructions and "
+                "tool. The critic's whole run — its thought, its `divisors` call, its answer — "
+                "is nested under the `check` action in the tree (ids `check/d`…), and its "
+                "final answer is the action's result."
+            ),
+            code("Is 221 a prime number? Have the critic check."),
+            code(
+                "%%python\n"
+                "print(verdict)\n"
+                "print(sorted({e.id for e in _run.events if getattr(e, 'parent', None) == 'check' "
+                "and getattr(e, 'id', None)}))"
+            ),
+            new_markdown_cell(
+                "## A workflow\n\n"
+                "`stay_cost` is a parameterised DAG in the manifest: `room` and `guest_nights` "
+                "start at once, `tax` waits for `guest_nights`, `total` for both. Its steps "
+                "run as a subtree of the `cost` action; the result is the outputs it names."
+            ),
+            code("What does a 3-night stay for 2 people at 90 a night cost, tax included?"),
+            code("%%python\nprint(stay)"),
+            new_markdown_cell(
+                "## A relic kept across cells\n\n"
+                "The `memory` relic starts on its first use and stays up until the kernel "
+                "stops (or `%relics stop memory`): a later cell — a new run — reads what an "
+                "earlier one wrote. Its file lives in the workspace "
+                "(`data/workspace/memory.sqlite`)."
+            ),
+            code("Remember that my favourite city is Lyon."),
+            code("%relics", ignore_output=True),
+            code("Which city did I say was my favourite?"),
+            code(
+                "%%python\n"
+                "import cortex_kernel\n\n"
+                "print(city)\n"
+                "for relic in cortex_kernel.relics().status():\n"
+                "    print(relic.name, relic.kind, relic.state, 'calls:', relic.calls)"
+            ),
+            code("%relics stop memory"),
+        ],
+    )
+
+
+notebook_06()

@@ -247,6 +247,12 @@ class RelicRegistry:
             ) from None
 
     async def _ensure_running(self, handle: _Handle, warn: Callable[[str], None] | None) -> None:
+        if handle.state is RelicState.RUNNING and not handle.relic.slow_alive:
+            # The common case, without a lock or a thread: a cheap look says it runs.
+            why = handle.relic.alive()
+            if why is None:
+                return
+            handle.state, handle.error = RelicState.CRASHED, why
         async with handle.lock:
             relic = handle.relic
             if handle.state is RelicState.RUNNING:

@@ -55,6 +55,8 @@ class Relic(ABC):
     """
 
     kind: str = "?"
+    #: ``alive`` blocks (asks an engine): the registry runs it in a worker thread.
+    slow_alive: bool = False
 
     def __init__(self, spec: RelicSpec, place: RelicPlace) -> None:
         self.spec = spec

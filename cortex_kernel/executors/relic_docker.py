@@ -36,6 +36,7 @@ class DockerRelic(Relic):
     """A ``docker`` relic: a running container and the commands run in it."""
 
     kind = "docker"
+    slow_alive = True
 
     _container: Any = None
     _client: Any = None
