@@ -135,6 +135,7 @@ def build_session(
     chosen_model = model if model is not None else spec.model.name
     session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
     _configure(session, spec, source, base, kw.get("namespace"))
+    session.relics = relics  # the owner's, for its sub-agents too (None: made below if needed)
     if spec.relics:
         _relics(session, spec, source, base, relics)
     if feeds is None:

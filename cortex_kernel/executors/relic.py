@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -119,6 +120,9 @@ class _Handle:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
+# What may follow a server's "POST /": an operation name, never a path or a query.
+_OPERATION = re.compile(r"[A-Za-z_][\w-]*")
+
 _LIVE: weakref.WeakSet[RelicRegistry] = weakref.WeakSet()
 
 
@@ -183,6 +187,8 @@ class RelicRegistry:
             return f"unknown relic '{name}'; {hint}relics: {', '.join(allowed) or 'none'}"
         if not isinstance(operation, str) or not operation:
             return f'a relic action needs an "operation" string; {self._ops(name)}'
+        if not _OPERATION.fullmatch(operation):
+            return f"bad operation name {operation!r} (letters, digits, _ and -); {self._ops(name)}"
         known = self._handles[name].relic.operations()
         if known and operation not in known:
             close = closest_names(operation, list(known))

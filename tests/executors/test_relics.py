@@ -262,7 +262,12 @@ async def test_a_server_that_cannot_start_fails_the_call_with_its_output(tmp_pat
         "    startup_timeout: 20\n",
         encoding="utf-8",
     )
-    turns = turns_file(tmp_path, "t", relic("a", "bad", "x", mode="sync"), "<response>-</response>")
+    turns = turns_file(
+        tmp_path,
+        "t",
+        relic("q", "bad", "x?y=1") + relic("a", "bad", "x", mode="sync"),
+        "<response>-</response>",
+    )
     s = build_session(f"replay:{turns}", manifest=manifest, transcript_dir=tmp_path)
     try:
         result = await s.run("go")
@@ -270,6 +275,7 @@ async def test_a_server_that_cannot_start_fails_the_call_with_its_output(tmp_pat
         assert "relic 'bad' exited with code 3 before it was ready" in error
         assert "no port for me" in error
         assert "bad  server  failed" in s.relics.describe()
+        assert "bad operation name 'x?y=1'" in events(result, "action_error")["q"]
     finally:
         await s.aclose()
 
@@ -293,3 +299,36 @@ def test_manifest_relic_errors_name_the_field(tmp_path: Path) -> None:
     path.write_text("relics: [{name: r, kind: python, class: 'nowhere.at.all:Thing'}]\n")
     with pytest.raises(ConfigError, match=r"cannot load class 'nowhere\.at\.all:Thing'"):
         build_session("replay:" + str(turns_file(tmp_path, "x", "<response/>")), manifest=path)
+
+
+COUNTER = "tests.executors.relic_samples:Counter"
+
+
+async def test_a_sub_agent_uses_the_owners_registry(tmp_path: Path) -> None:
+    critic = turns_file(
+        tmp_path, "critic", relic("i", "tally", "incr", mode="sync"), "<response>$i</response>"
+    )
+    path = tmp_path / "agents.yaml"
+    path.write_text(
+        "default: lead\n"
+        "agents:\n"
+        "  - {name: lead, sub_agents: [{name: critic}]}\n"
+        f"  - name: critic\n    model: 'replay:{critic}'\n"
+        "    relics: [{name: tally, kind: python, class: '" + COUNTER + "'}]\n",
+        encoding="utf-8",
+    )
+    ask = (
+        '<action type="agent" mode="sync" id="c" output_key="c">'
+        '{"name": "critic", "message": "count"}</action>'
+    )
+    registry = RelicRegistry()
+    s = build_session(
+        "replay:" + str(turns_file(tmp_path, "x", "<response/>")), manifest=path, relics=registry
+    )
+    try:
+        for expected in ("1", "2"):  # each call is a fresh sub-session; the relic stays
+            result = await run(s, tmp_path, f"lead{expected}", ask, "<response>$c</response>")
+            assert result.answer == expected, result.message
+        assert [(r.name, r.calls) for r in registry.status()] == [("tally", 2)]
+    finally:
+        await registry.aclose()
