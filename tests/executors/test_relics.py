@@ -332,3 +332,30 @@ async def test_a_sub_agent_uses_the_owners_registry(tmp_path: Path) -> None:
         assert [(r.name, r.calls) for r in registry.status()] == [("tally", 2)]
     finally:
         await registry.aclose()
+
+
+async def test_a_feed_reads_a_relic_and_the_prompt_lists_its_operations(tmp_path: Path) -> None:
+    from tests.runtime.test_internal_actions import replay as recording
+
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "relics: [{name: store, kind: sqlite, description: the user's notes}]\n"
+        "context_feeds:\n"
+        "  - {id: memo, source: {relic: store, operation: get, parameters: {key: memo}}}\n",
+        encoding="utf-8",
+    )
+    model = recording(
+        tmp_path,
+        relic("s", "store", "set", mode="sync", key="memo", value="buy milk"),
+        "<response>ok</response>",
+    )
+    s = build_session(model, manifest=path, transcript_dir=tmp_path)
+    try:
+        result = await s.run("remember")
+        assert result.status == "ok", result.message
+        first, second = (str(r.messages[0]["content"]) for r in model.requests)
+        assert "# Relics (type=relic)" in first and "- `store`: the user's notes" in first
+        assert '"set": {"description": "Store ``value``' in first  # operations with schemas
+        assert "## memo" in second and "buy milk" in second and "buy milk" not in first
+    finally:
+        await s.aclose()

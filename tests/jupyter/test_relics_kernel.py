@@ -133,3 +133,30 @@ def test_relics_live_across_cells_and_die_with_the_kernel(
         if "relic_samples" in " ".join(p.info["cmdline"] or [])
     ]
     assert strays == []
+
+
+def test_relics_of_agent_cells_in_the_stock_kernel_die_with_it(tmp_path: Path) -> None:
+    engine_or_skip()
+    token = new_token()
+    agent = manifest(tmp_path, token)
+    kernel = Kernel("python3", dict(os.environ))
+    pid = 0
+    try:
+        kernel.python("%load_ext cortex_kernel")
+        turns = replay(
+            tmp_path,
+            "t",
+            relic("p", "web", "pid") + relic("b", "box", "incr"),
+            "<response>$p</response>",
+        )
+        result = kernel.run(f"%%agent --model replay:{turns} --manifest {agent}\ngo")
+        assert result.status == "ok", dump(result)
+        pid = int(kernel.python("print(_response)"))
+        assert alive(pid) and len(our_containers(token)) == 1
+        assert "box  docker  running" in kernel.python("%relics")
+    finally:
+        kernel.kc.stop_channels()
+        kernel.km.shutdown_kernel(now=False)
+    # ipykernel's own shutdown: the registry's atexit hook stops them.
+    assert wait_gone(pid), "the server relic outlived the kernel"
+    assert our_containers(token) == [], "the docker relic outlived the kernel"
