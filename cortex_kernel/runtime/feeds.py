@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from pydantic import ValidationError
 
 from ..exceptions import ActionError
@@ -105,7 +106,9 @@ class _Slot:
     truncated: bool = False
     calls: int = 0
     hits: int = 0
-    busy: bool = False  # a fetch is under way (the turn and the background never both fetch)
+    # Set while a fetch is under way: the turn and the background never both
+    # fetch, and a turn that needs a first value waits for the one in flight.
+    pending: anyio.Event | None = None
 
 
 class FeedRegistry:
@@ -119,6 +122,8 @@ class FeedRegistry:
         Token counter for ``max_tokens`` (``None``: only ``max_bytes`` applies).
     clock
         Monotonic seconds (injectable for tests of ``ttl``).
+    timeout
+        Seconds one fetch may take; a slower source's slot says it timed out.
     """
 
     def __init__(
@@ -127,10 +132,12 @@ class FeedRegistry:
         *,
         count_tokens: TokenCounter | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timeout: float = 30.0,
     ) -> None:
         self._slots: dict[str, _Slot] = {}
         self.count_tokens = count_tokens
         self.clock = clock
+        self.timeout = timeout
         for spec in specs:
             self.add(spec)
 
@@ -212,9 +219,13 @@ class FeedRegistry:
     async def _fetch(self, slot: _Slot, fetch: FeedFetcher) -> FeedUpdated:
         spec = slot.spec
         slot.calls += 1
-        slot.busy = True
+        slot.pending = pending = anyio.Event()
         try:
-            value = await fetch(spec)
+            with anyio.fail_after(self.timeout):
+                value = await fetch(spec)
+        except TimeoutError:
+            slot.text, slot.truncated = "", False
+            slot.error = f"the source took more than {self.timeout:g} s (timed out)"
         except Exception as exc:  # its error goes in its slot; the turn goes on
             slot.text, slot.truncated = "", False
             slot.error = (
@@ -226,8 +237,9 @@ class FeedRegistry:
                 text, spec.max_bytes, spec.max_tokens, self.count_tokens
             )
             slot.error = None
-        finally:
-            slot.busy = False
+        finally:  # also when cancelled (the run ended): nobody waits forever
+            slot.pending = None
+            pending.set()
         slot.fetched = self.clock()
         return FeedUpdated(
             t=0.0,
@@ -247,11 +259,14 @@ class FeedRegistry:
         updates: list[FeedUpdated] = []
         for spec in self.specs:
             slot = self._slots.get(spec.id)
-            if slot is None or slot.busy:
-                continue
             is_periodic = spec.type == "periodic"
-            if periodic and not is_periodic:
+            if slot is None or (periodic and not is_periodic):
                 continue
+            if slot.pending is not None:
+                if not periodic and slot.fetched is None:
+                    await slot.pending.wait()  # the first value is on its way: the turn needs it
+                    slot.hits += 1
+                continue  # otherwise the turn reads the value it has
             if not periodic and is_periodic and slot.fetched is not None:
                 slot.hits += 1  # the turn reads what the background fetched
                 continue
@@ -273,10 +288,11 @@ class FeedRegistry:
     def _next_due(self, tick: float) -> float:
         now = self.clock()
         waits = [
-            s.spec.interval - (now - s.fetched)
+            0.0 if s.fetched is None else s.spec.interval - (now - s.fetched)
             for s in self._slots.values()
-            if s.spec.type == "periodic" and s.fetched is not None
+            if s.spec.type == "periodic"
         ]
+        # No periodic feed yet: look again now and then (the model may add one).
         return max(tick, min(waits, default=1.0))
 
     def slots(self) -> list[tuple[str, str, str | None]]:
@@ -293,7 +309,11 @@ async def call_callable(target: str, parameters: Mapping[str, Any]) -> Any:
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
         raise ActionError(f"cannot load callable {target!r}: {exc}") from None
-    result = obj(**parameters)
+    if inspect.iscoroutinefunction(obj):
+        return await obj(**parameters)
+    # A plain function runs in a worker thread, as sync tools do: a slow
+    # source never blocks the kernel's loop (a cancelled call is abandoned).
+    result = await anyio.to_thread.run_sync(lambda: obj(**parameters), abandon_on_cancel=True)
     if inspect.isawaitable(result):
         result = await result
     return result
