@@ -40,6 +40,7 @@ from typing import Any
 from ..model_options import ModelOptions, parse_model_line
 from ..runtime.transcript import default_transcript_dir, open_private
 from ..safejson import safe_repr
+from .feeds_magic import feeds_magic
 from .mcp_magic import mcp_magic
 from .runner import CELL_ERRORS, runner_for
 
@@ -230,14 +231,6 @@ def _read_notebook(line: str) -> None:
         print(f"read_notebook: {'on' if runner.read_notebook else 'off'}")
 
 
-def _feeds(line: str) -> None:
-    """%feeds — context feeds of the session."""
-    print(
-        "No context feeds: feeds are declared by agent manifests, which are not available "
-        "in this version."
-    )
-
-
 def _relics(line: str) -> None:
     """%relics [list|stop NAME|stop --all] — the kernel's persistent services."""
     from ..exceptions import CortexError
@@ -349,7 +342,7 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
         "approvals": _approvals,
         "mcp": mcp_magic,
         "agent_history": _history,
-        "feeds": _feeds,
+        "feeds": feeds_magic,
         "relics": _relics,
         "variables": _variables,
         "read_notebook": _read_notebook,

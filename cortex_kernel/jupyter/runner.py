@@ -130,6 +130,8 @@ class AgentRunner:
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.agent: str | None = None  # which agent of the manifest (None: its default)
+        # The notebook_variables feed, on by default (%feeds remove turns it off).
+        self.notebook_variables = True
         self.approver = ViewApprover()
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
@@ -153,7 +155,7 @@ class AgentRunner:
 
         # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
         # or the temp dir); %transcript export keeps a copy.
-        return build_session(
+        session = build_session(
             model=None if model is None else notebook_relative(model),
             manifest=manifest,
             options=self.model_options,
@@ -163,6 +165,11 @@ class AgentRunner:
             approver=self.approver,
             relics=self.relics,
         )
+        if self.notebook_variables:
+            from .notebook_vars import install
+
+            install(self.shell, session)
+        return session
 
     @property
     def relics(self) -> RelicRegistry:

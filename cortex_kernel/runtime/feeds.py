@@ -181,23 +181,27 @@ class FeedRegistry:
             raise ActionError(f"no context feed '{feed_id}' (feeds: {known})")
         return slot
 
-    def describe(self) -> list[dict[str, Any]]:
-        """Each feed's spec with its age (seconds), size and error, for ``list_context_feeds``."""
+    def describe(self, *, values: bool = False) -> list[dict[str, Any]]:
+        """Each feed's spec with its age (seconds), size and error, for ``list_context_feeds``.
+
+        ``values=True`` adds each feed's current ``text`` (what ``%feeds`` shows).
+        """
         now = self.clock()
         out: list[dict[str, Any]] = []
         for spec in self.specs:
             slot = self._slots[spec.id]
-            out.append(
-                {
-                    "id": spec.id,
-                    "type": spec.type,
-                    "source": spec.source,
-                    "age": None if slot.fetched is None else round(now - slot.fetched, 3),
-                    "chars": len(slot.text),
-                    "truncated": slot.truncated,
-                    "error": slot.error,
-                }
-            )
+            row: dict[str, Any] = {
+                "id": spec.id,
+                "type": spec.type,
+                "source": spec.source,
+                "age": None if slot.fetched is None else round(now - slot.fetched, 3),
+                "chars": len(slot.text),
+                "truncated": slot.truncated,
+                "error": slot.error,
+            }
+            if values:
+                row["text"] = slot.text
+            out.append(row)
         return out
 
     def stats(self) -> dict[str, dict[str, int]]:

@@ -86,7 +86,8 @@ def test_line_magics(cortex: Kernel, replay_dir: Path) -> None:
     assert "[user]" in cortex.python("%history")
     variables = cortex.python("%variables")
     assert "summary" in variables and "str" in variables
-    assert "No context feeds" in cortex.python("%feeds")
+    feeds = cortex.python("%feeds")  # on by default; the agent's own `summary` is not listed
+    assert "notebook_variables  internal" in feeds and "summary" not in feeds
     assert "No relics" in cortex.python("%relics")
     path = cortex.python("%transcript path").strip()
     assert path.endswith(".jsonl") and Path(path).is_file()

@@ -1,0 +1,210 @@
+"""``%feeds``: the context feeds of the notebook's session (see docs/feeds.md).
+
+``%feeds`` lists every feed with its type, source, age, size and the start
+of its value; ``%feeds show NAME`` prints one value whole. ``%feeds add NAME
+[--interval S | --ttl S] [--type T] [--max-bytes N] [--max-tokens N] SOURCE``
+declares a feed, ``%feeds remove NAME`` drops one. SOURCE is a kind and its
+arguments, or the source as JSON::
+
+    %feeds add clock internal system_clock
+    %feeds add quote --ttl 60 callable mypkg.market:quote '{"symbol": "ACME"}'
+    %feeds add queue --interval 5 tool queue_length
+    %feeds add mood llm "One line on the market today"
+    %feeds add totals workflow sum3 '{"x": 1}'
+    %feeds add hits relic counter get '{"key": "hits"}'
+    %feeds add today mcp_resource notes notes://today
+    %feeds add quote '{"callable": "mypkg.market:quote"}'
+
+A ``callable`` may also name a function defined in the notebook (``callable
+latest_prices``). The value is fetched at the next agent cell's first turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import Any
+
+from ..exceptions import ActionError, ConfigError
+from .runner import runner_for
+
+__all__ = ["feeds_magic"]
+
+_USAGE = (
+    "usage: %feeds | %feeds show NAME | %feeds remove NAME | %feeds add NAME "
+    "[--interval S | --ttl S] [--type on_demand|periodic|internal] [--max-bytes N] "
+    "[--max-tokens N] KIND ARGS… (internal NAME | tool NAME [JSON] | llm PROMPT | "
+    "workflow NAME [JSON] | relic NAME OPERATION [JSON] | callable MODULE:FUNCTION [JSON] | "
+    "mcp_resource SERVER URI) or a JSON source"
+)
+
+
+def feeds_magic(line: str) -> None:
+    """%feeds [show NAME | add NAME … | remove NAME] — the context feeds of the session."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    runner = runner_for(shell)
+    feeds = runner.session.feeds
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise ConfigError(f"%feeds: {exc}. {_USAGE}") from None
+    if not words:
+        print(_table(feeds.describe(values=True)))
+        return
+    verb, rest = words[0], words[1:]
+    try:
+        if verb == "show" and len(rest) == 1:
+            row = next((r for r in feeds.describe(values=True) if r["id"] == rest[0]), None)
+            if row is None:
+                raise ActionError(f"no context feed '{rest[0]}' (feeds: {_ids(feeds)})")
+            print(_value(row, limit=None))
+        elif verb == "remove" and len(rest) == 1:
+            feeds.remove(rest[0])
+            if rest[0] == "notebook_variables":
+                runner.notebook_variables = False  # stays off for sessions built later
+            print(f"context feed '{rest[0]}' removed")
+        elif verb == "add" and len(rest) >= 2:
+            spec = _spec(rest, shell.user_ns)
+            feeds.add(spec, replace=True)
+            if spec.id == "notebook_variables":
+                runner.notebook_variables = True
+            print(f"context feed '{spec.id}' added ({spec.type}); the next agent cell reads it")
+        else:
+            print(_USAGE)
+    except ActionError as exc:
+        raise ConfigError(f"%feeds: {exc}") from None
+
+
+def _ids(feeds: Any) -> str:
+    return ", ".join(spec.id for spec in feeds.specs) or "none"
+
+
+class _Options(argparse.Namespace):
+    type: str | None
+    ttl: float | None
+    interval: float | None
+    max_bytes: int | None
+    max_tokens: int | None
+    source: list[str]
+
+
+def _spec(words: list[str], namespace: dict[str, Any]) -> Any:
+    from ..runtime.feeds import feed_spec
+
+    parser = argparse.ArgumentParser(prog="%feeds add", add_help=False, exit_on_error=False)
+    parser.add_argument("--type", choices=("on_demand", "periodic", "internal"))
+    parser.add_argument("--ttl", type=float)
+    parser.add_argument("--interval", type=float)
+    parser.add_argument("--max-bytes", type=int)
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("source", nargs=argparse.REMAINDER)
+    name, options = words[0], _Options()
+    try:
+        parser.parse_args(words[1:], namespace=options)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise ConfigError(f"%feeds add: {exc}. {_USAGE}") from None
+    source = _source(options.source, namespace)
+    kind = next(iter(source), "")
+    default = "internal" if kind == "internal" else "on_demand"
+    data: dict[str, Any] = {
+        "id": name,
+        "type": options.type or ("periodic" if options.interval is not None else default),
+        "source": source,
+    }
+    for key in ("ttl", "interval", "max_bytes", "max_tokens"):
+        if getattr(options, key) is not None:
+            data[key] = getattr(options, key)
+    return feed_spec(data)
+
+
+def _source(args: list[str], namespace: dict[str, Any]) -> dict[str, Any]:
+    if not args:
+        raise ConfigError(f"%feeds add: no source. {_USAGE}")
+    if args[0].lstrip().startswith("{"):
+        return _json(" ".join(args), "source")
+    kind, rest = args[0], args[1:]
+    if kind == "llm":
+        return {"llm": " ".join(rest)}
+    if kind == "internal" and len(rest) == 1:
+        return {"internal": rest[0]}
+    if kind == "mcp_resource" and len(rest) == 2:
+        return {"mcp_resource": {"server": rest[0], "uri": rest[1]}}
+    if kind == "relic" and len(rest) in (2, 3):
+        return {"relic": rest[0], "operation": rest[1], **_parameters(rest[2:])}
+    if kind in ("tool", "workflow", "callable") and len(rest) in (1, 2):
+        target = rest[0]
+        if kind == "callable" and ":" not in target:
+            target = _notebook_function(target, namespace)
+        return {kind: target, **_parameters(rest[1:])}
+    raise ConfigError(f"%feeds add: cannot read the source {' '.join(args)!r}. {_USAGE}")
+
+
+def _parameters(args: list[str]) -> dict[str, Any]:
+    return {"parameters": _json(args[0], "parameters")} if args else {}
+
+
+def _json(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"%feeds add: the {what} is not JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"%feeds add: the {what} must be a JSON object, got {text!r}")
+    return value
+
+
+def _notebook_function(name: str, namespace: dict[str, Any]) -> str:
+    """``module:function`` for a function defined in the notebook (its ``__main__``)."""
+    import sys
+
+    function = namespace.get(name)
+    main = sys.modules.get("__main__")
+    if not callable(function) or main is None or getattr(main, name, None) is not function:
+        raise ConfigError(
+            f"%feeds add: no function '{name}' in the notebook; define it first, "
+            "or name one as module:function"
+        )
+    return f"__main__:{name}"
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.0f} min"
+
+
+def _value(row: dict[str, Any], limit: int | None = 60) -> str:
+    if row["error"]:
+        text = f"(unavailable: {row['error']})"
+    elif row["age"] is None:
+        text = "(not fetched yet: the next agent cell fetches it)"
+    else:
+        text = str(row["text"])
+    if limit is None:
+        return text
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(no context feeds: %feeds add NAME KIND ARGS…, or a manifest's context_feeds)"
+    lines = [("feed", "type", "source", "age", "size", "value")]
+    for row in rows:
+        kind = next(iter(row["source"]), "internal")
+        where = row["source"].get(kind, row["id"])
+        source = f"{kind}:{where}" if isinstance(where, str) else kind
+        size = f"{len(str(row['text']).encode('utf-8'))} B" + (" (cut)" if row["truncated"] else "")
+        lines.append((row["id"], row["type"], source[:32], _age(row["age"]), size, _value(row)))
+    widths = [max(len(line[i]) for line in lines) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line[:5], widths, strict=True))
+        + "  "
+        + line[5]
+        for line in lines
+    )

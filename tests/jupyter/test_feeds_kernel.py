@@ -1,0 +1,180 @@
+"""Context feeds in the real kernel, through jupyter_client: the ``notebook_variables``
+feed as the provider receives it (litellm's HTTP path to a loopback server),
+``%feeds`` / ``%feeds add`` / ``%feeds remove``, and an interrupt while a
+``periodic`` feed refreshes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.llm.fake_openai import FakeOpenAI
+
+from .conftest import Kernel, dump
+
+pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
+
+SECRET = "sk-feeds-test-5f2c9a71e3"
+
+USER_CELL = """%%python
+import os, json
+
+class Frame:
+    \"\"\"A DataFrame-like object: shape, columns, a multi-line repr.\"\"\"
+    shape = (3, 2)
+    columns = ["city", "temp"]
+    def __repr__(self):
+        return "   city  temp\\n0  Oslo     3\\n1  Rome    14\\n2  Lima    19"
+
+sales = Frame()
+readings = [12, 15, 11, 19]
+note = "key copied: " + os.environ["DEMO_API_KEY"]
+github_token = "ghp-not-from-the-environment-1234"
+_private = 42
+
+def helper():
+    return 1
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path_factory.mktemp("transcripts"))
+    env["DEMO_API_KEY"] = SECRET
+    kernel = Kernel(cortex_kernelspec, env)
+    yield kernel
+    kernel.shutdown()
+
+
+def feed(system: str, feed_id: str) -> str:
+    """The body of one feed's section of a system prompt."""
+    body = system.split(f"## {feed_id}\n\n", 1)[1]
+    return body.split("\n## ", 1)[0]
+
+
+def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -> None:
+    kernel.python(USER_CELL)
+    set_variable = json.dumps({"name": "set_variable", "parameters": {"name": "made", "value": 7}})
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        server.stream(f'<action type="internal" mode="sync" id="s">{set_variable}</action>')
+        server.stream("<response>done</response>")
+        result = kernel.run("what data do I have?")
+        assert result.status == "ok", dump(result)
+        bodies = [r.body for r in server.requests]
+    first = feed(bodies[0]["messages"][0]["content"], "notebook_variables")
+    lines = first.splitlines()
+    assert (
+        "sales: Frame (shape (3, 2), columns [city, temp]) = city temp 0 Oslo 3 1 Rome 14 2 Lima 19"
+        in lines
+    )
+    assert "readings: list (len 4) = [12, 15, 11, 19]" in lines
+    assert "github_token: str (len 33) = (hidden: the name looks secret)" in lines
+    assert "note: str (len 36) = 'key copied: ***'" in lines
+    # Not data, or not the user's: private names, functions, classes, modules, IPython's own.
+    for name in ("_private", "helper", "Frame", "os", "json", "In", "Out", "get_ipython"):
+        assert not any(line.startswith(f"{name}:") for line in lines), name
+    # The agent's own binding is not the user's variable.
+    second = feed(bodies[1]["messages"][0]["content"], "notebook_variables")
+    assert "made:" not in second and "readings:" in second
+    # The secret reached the provider nowhere, nor the transcript.
+    assert SECRET not in json.dumps(bodies) and "ghp-not-from" not in json.dumps(bodies)
+    path = kernel.python("%%python\nprint(_run.transcript)").strip()
+    assert SECRET not in Path(path).read_text(encoding="utf-8")
+
+
+def test_feeds_magic_adds_shows_and_removes(kernel: Kernel) -> None:
+    kernel.python("%%python\ndef quote(symbol):\n    return {'symbol': symbol, 'price': 7}\n")
+    listing = kernel.python("%feeds")
+    assert listing.splitlines()[0].split() == ["feed", "type", "source", "age", "size", "value"]
+    assert "notebook_variables" in listing
+    added = kernel.python('%feeds add quote --ttl 60 callable quote \'{"symbol": "XYZ"}\'')
+    assert "context feed 'quote' added (on_demand)" in added
+    assert "(not fetched yet" in kernel.python("%feeds")
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        server.stream("<response>seen</response>")
+        result = kernel.run("price?")
+        assert result.status == "ok", dump(result)
+        system = server.requests[0].body["messages"][0]["content"]
+    assert feed(system, "quote").strip() == '{"symbol": "XYZ", "price": 7}'
+    # Feeds in id order, after the stable part of the prompt.
+    assert system.index("## notebook_variables") < system.index("## quote")
+    assert system.index("# Context feeds") > system.index("# Tools")
+    row = next(line for line in kernel.python("%feeds").splitlines() if line.startswith("quote"))
+    cells = row.split()
+    assert cells[1:3] == ["on_demand", "callable:__main__:quote"]
+    assert cells[4:6] == ["s", "29"] and cells[6] == "B"  # age in seconds, size in bytes
+    assert row.endswith('{"symbol": "XYZ", "price": 7}')
+    assert kernel.python("%feeds show quote").strip() == '{"symbol": "XYZ", "price": 7}'
+    assert "removed" in kernel.python("%feeds remove quote")
+    assert "quote" not in kernel.python("%feeds")
+    # Bad input: one clear error, the kernel stays.
+    for line, message in (
+        ("%feeds remove quote", "no context feed 'quote'"),
+        ("%feeds add x nonsense", "cannot read the source 'nonsense'"),
+        ("%feeds add x callable missing_function", "no function 'missing_function'"),
+        ("%feeds add x tool t '[1]'", "parameters must be a JSON object"),
+        ("%feeds add x --interval -1 internal system_clock", "interval"),
+    ):
+        bad = kernel.run(line)
+        assert bad.status == "error", line
+        assert message in bad.reply["content"]["evalue"], bad.reply["content"]["evalue"]
+    # notebook_variables can be switched off, and on again.
+    kernel.python("%feeds remove notebook_variables")
+    assert "notebook_variables" not in kernel.python("%feeds")
+    kernel.python("%feeds add notebook_variables internal notebook_variables")
+    assert "notebook_variables  internal" in kernel.python("%feeds")
+
+
+TICKER_CELL = """%%python
+import anyio
+from cortex_kernel.jupyter.runner import runner_for
+
+state = {"calls": 0, "cancelled": 0}
+
+async def ticker():
+    state["calls"] += 1
+    if state["calls"] > 1:
+        try:
+            await anyio.sleep_forever()  # this refresh hangs until cancelled
+        finally:
+            state["cancelled"] += 1
+    return f"tick {state['calls']}"
+
+async def nap() -> str:
+    \"\"\"Wait a long time.\"\"\"
+    await anyio.sleep(60)
+    return "rested"
+
+runner_for(get_ipython()).session.tools.register(nap)
+"""
+
+
+def test_interrupt_while_a_periodic_feed_refreshes(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(TICKER_CELL)
+    kernel.python("%feeds add ticks --interval 0.02 callable ticker")
+    turns = tmp_path / "nap.jsonl"
+    action = '<action type="tool" mode="sync" id="t1">{"name": "nap", "parameters": {}}</action>'
+    turns.write_text(json.dumps({"content": action}) + "\n", encoding="utf-8")
+    msg_id = kernel.send(f"%%agent --model replay:{turns}\nwait")
+    kernel.wait_for_op(msg_id, "n", "t1", "running", timeout=20)
+    time.sleep(0.5)  # the second refresh starts (and hangs) meanwhile
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert result.reply["content"]["ename"] == "RunInterrupted", dump(result)
+    # The kernel is alive; the hanging refresh was cancelled and nothing refreshes any more.
+    check = (
+        "%%python\nimport asyncio, time\ncalls = state['calls']\ntime.sleep(0.2)\n"
+        "await asyncio.sleep(0.2)\n"
+        "left = [t for t in asyncio.all_tasks() if 'run_periodic' in repr(t.get_coro())]\n"
+        "print(state['calls'] >= 2, state['cancelled'], state['calls'] == calls, len(left))"
+    )
+    assert kernel.python(check).split() == ["True", "1", "True", "0"]
+    kernel.python("%feeds remove ticks")
