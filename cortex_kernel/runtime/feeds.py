@@ -267,10 +267,11 @@ class FeedRegistry:
             if slot is None or (periodic and not is_periodic):
                 continue
             if slot.pending is not None:
-                if not periodic and slot.fetched is None:
-                    await slot.pending.wait()  # the first value is on its way: the turn needs it
-                    slot.hits += 1
-                continue  # otherwise the turn reads the value it has
+                if not periodic:
+                    if slot.fetched is None:  # the first value is on its way: the turn needs it
+                        await slot.pending.wait()
+                    slot.hits += 1  # otherwise the turn reads the value it has
+                continue
             if not periodic and is_periodic and slot.fetched is not None:
                 slot.hits += 1  # the turn reads what the background fetched
                 continue
