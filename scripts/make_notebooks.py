@@ -422,4 +422,81 @@ def notebook_06() -> None:
     )
 
 
+def feeds_notebook() -> None:
+    """notebooks/07: a periodic feed the model reads, the model adding feeds, a blocked action."""
+    audit = (
+        "%%python\n"
+        "for e in _run.events:\n"
+        "    if e.type == 'internal_action':\n"
+        "        print('internal_action', e.name, 'allowed' if e.allowed else 'BLOCKED', "
+        "e.outcome)\n"
+        "    elif e.type == 'action_error':\n"
+        "        print('action_error:', e.message)"
+    )
+    write(
+        "07_feeds_and_internal_actions.ipynb",
+        CORTEX,
+        [
+            new_markdown_cell(
+                "# Context feeds and internal actions\n\n"
+                "A **context feed** is named text the agent sees in its system prompt at every "
+                "turn: a value refreshed in the background, a tool's or a function's output, a "
+                "model's summary, a workflow's result. **Internal actions** let the model change "
+                "its own run — add a feed, set a variable — when its manifest allows it. "
+                "`docs/feeds.md` describes both. This notebook uses the offline replay model."
+            ),
+            code("%%python\nprint(open('data/feeds_agent.yaml').read())"),
+            code("%manifest data/feeds_agent.yaml"),
+            new_markdown_cell(
+                "## A periodic feed the model reads\n\n"
+                "`queue` is refreshed in the background every 0.1 s while a run is active, "
+                "and each turn reads its latest value from the cache (no fetch on the turn's "
+                "path). The first turn sees 12 jobs; the tool takes 8 while the feed keeps "
+                "refreshing, so the next turn's prompt says 4. When the run ends, the refresh "
+                "stops."
+            ),
+            code("How many jobs are waiting? Process a batch, then tell me what is left."),
+            code(
+                "%%python\n"
+                "fetches = [e for e in _run.events if e.type == 'feed_updated' "
+                "and e.feed_id == 'queue']\n"
+                "print('queue refreshed in the background during the run:', len(fetches) > 1)"
+            ),
+            code("%feeds show queue"),
+            new_markdown_cell(
+                "## The model adds feeds\n\n"
+                "`add_context_feed` is granted by the manifest, so the model may declare feeds "
+                "at run time — with the internal action or the `<context_feed>` element (same "
+                "permission). Each call is an `internal_action` event in the transcript: the "
+                "audit trail of how the model changed its run."
+            ),
+            code("Keep an eye on the backlog and the time as well."),
+            code(audit),
+            code("%feeds", ignore_output=True),
+            new_markdown_cell(
+                "`%feeds` lists every feed with its type, source, age, size and value. "
+                "`notebook_variables` is on by default in notebooks: the names, types and "
+                "shapes of your own variables (never private names, code, or secrets).\n\n"
+                "## A blocked internal action\n\n"
+                "`remove_context_feed` is not in the manifest's `internal_actions`: the call is "
+                "refused, the model sees the error at its next turn, and the audit says so."
+            ),
+            code("Stop watching the queue."),
+            code(audit),
+            new_markdown_cell(
+                "The user, unlike the model, may always change the feeds: `%feeds add NAME "
+                "KIND ARGS…` and `%feeds remove NAME`."
+            ),
+            code("%feeds remove clock"),
+            code("%feeds add jobs --interval 5 callable feeds_demo:queue_length"),
+            code(
+                "%%python\n"
+                "from cortex_kernel.jupyter.runner import runner_for\n"
+                "print([f.id for f in runner_for(get_ipython()).session.feeds.specs])"
+            ),
+        ],
+    )
+
+
 notebook_06()
+feeds_notebook()
