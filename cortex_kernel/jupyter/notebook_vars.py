@@ -93,6 +93,20 @@ def _short_repr(value: Any) -> str:
     return " ".join(text.split())[:80]
 
 
+def _line(name: str, value: Any, agent_owns: Callable[[str], bool]) -> str | None:
+    if isinstance(value, _CODE) or agent_owns(name):
+        return None
+    kind = type(value).__name__
+    try:
+        details = _details(value)
+    except Exception:  # a property of a user object raised: its type and repr still help
+        details = ""
+    head = f"{name}: {kind}" + (f" ({details})" if details else "")
+    if _SECRET_NAME.search(name) or is_secret_name(name):
+        return f"{head} = (hidden: the name looks secret)"
+    return f"{head} = {_short_repr(value)}"
+
+
 def describe_variables(
     namespace: Mapping[str, Any],
     *,
@@ -115,20 +129,14 @@ def describe_variables(
     """
     lines: list[str] = []
     for name, value in list(namespace.items()):
-        if name.startswith("_") or name in hidden or isinstance(value, _CODE):
+        if name.startswith("_") or name in hidden:
             continue
-        if agent_owns(name):
-            continue
-        kind = type(value).__name__
         try:
-            details = _details(value)
-        except Exception:  # a property of a user object raised: its type and repr still help
-            details = ""
-        head = f"{name}: {kind}" + (f" ({details})" if details else "")
-        if _SECRET_NAME.search(name) or is_secret_name(name):
-            lines.append(f"{head} = (hidden: the name looks secret)")
-        else:
-            lines.append(f"{head} = {_short_repr(value)}")
+            line = _line(name, value, agent_owns)
+        except Exception:  # a hostile object (isinstance itself may raise): name it, go on
+            line = f"{name}: {type(value).__name__} = (could not be described)"
+        if line is not None:
+            lines.append(line)
     older = len(lines) - MAX_VARIABLES
     if older > 0:
         lines = [f"({older} older variables not shown)", *lines[older:]]
