@@ -12,9 +12,11 @@
    20 cached feeds of ~400 characters, against the same prompt with no feed;
    p50 / p99 and the ratio. Also the first, uncached build (20 fetches of
    instant callables).
-3. **Relic call overhead** — p50 / p99 of a call to the built-in relic
-   through the relic registry, from the ``relics`` work; ``null`` with the
-   reason while that is not available.
+3. **Relic call overhead** — p50 / p99 of a call to a live relic through
+   the relic registry (a Python object doing nothing, the SQLite store's
+   ``get``), with the relics benchmark's baselines (a sync callable tool
+   doing nothing; the same SQLite ``get`` called directly); a relic feed
+   source pays this per fetch.
 
 Environment
 -----------
@@ -172,14 +174,14 @@ async def _no_action(action: Any, body: dict[str, Any]) -> Any:
 
 
 def _relic_overhead(quick: bool) -> dict[str, Any]:
+    """The relics benchmark's call overhead (``RelicRegistry.call`` on live relics)."""
+    from cortex_kernel.bench import load_benchmark
+
     try:
-        from cortex_kernel.executors import relic_bench  # type: ignore[attr-defined]
-    except ImportError:
-        return {
-            "status": "missing",
-            "reason": "relic actions are not on main yet (the relics work provides the call)",
-        }
-    figures: dict[str, Any] = relic_bench(50 if quick else 1000)
+        relics = load_benchmark("relics")
+    except FileNotFoundError:
+        return {"status": "missing", "reason": "benchmarks/bench_relics.py is not here"}
+    figures: dict[str, Any] = anyio.run(relics.relic_call_overhead, 50 if quick else 2000)
     return figures
 
 
@@ -228,7 +230,12 @@ def main() -> dict[str, Any]:
     if relic.get("status") == "missing":
         print(f"relic call overhead: missing ({relic['reason']})")
     else:
-        print(f"relic call overhead: p50 {relic['p50_ms']} ms, p99 {relic['p99_ms']} ms")
+        for kind in ("python", "sqlite"):
+            print(
+                f"relic call overhead, {kind}: p50 {relic[kind]['p50_us']} us, "
+                f"p99 {relic[kind]['p99_us']} us (a sync tool doing nothing: "
+                f"p50 {relic['sync_tool']['p50_us']} us)"
+            )
     return result
 
 

@@ -1,6 +1,6 @@
 """Context feeds end to end through a replay model: ``periodic`` refresh in the
-background while a run is active, and the ``llm`` and ``workflow`` sources,
-each with a failing case (SPEC §4)."""
+background while a run is active, and the ``llm``, ``workflow`` and ``relic``
+sources, each with a failing case (SPEC §4)."""
 
 from __future__ import annotations
 
@@ -199,4 +199,46 @@ async def test_a_slow_source_times_out_in_its_slot(tmp_path: Path) -> None:
         model, 0
     )
     assert TICKER.cancelled == 1
+    await s.aclose()
+
+
+RELIC_MANIFEST = """\
+name: keeper
+relics:
+  - {name: store, kind: sqlite}
+context_feeds:
+  - {id: city, source: {relic: store, operation: get, parameters: {key: city}}}
+  - {id: broken, source: {relic: store, operation: explode}}
+  - {id: ghost, source: {relic: nowhere, operation: get}}
+"""
+
+
+async def test_relic_source_reads_a_live_relic(tmp_path: Path) -> None:
+    set_city = json.dumps(
+        {"name": "store", "operation": "set", "parameters": {"key": "city", "value": "Lyon"}}
+    )
+    turns = tmp_path / "keeper.jsonl"
+    turns.write_text(
+        json.dumps({"content": f'<action type="relic" mode="sync" id="s">{set_city}</action>'})
+        + "\n"
+        + json.dumps({"content": "<response>stored</response>"})
+        + "\n",
+        encoding="utf-8",
+    )
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        RELIC_MANIFEST + f"model: 'replay:{turns}'\nexecutors: {{workspace: {tmp_path}}}\n",
+        encoding="utf-8",
+    )
+    s = build_session(manifest=manifest, transcript_dir=tmp_path)
+    model = Recording(turns)
+    s.model = model
+    result = await s.run("remember Lyon")
+    assert result.status == "ok", result.message
+    # ttl 0: every turn reads the relic; the second turn sees what the first stored.
+    assert feed_text(system(model, 0), "city") == "null"
+    assert feed_text(system(model, 1), "city") == "Lyon"
+    # A bad operation or an unknown relic: the refusal in the slot, the turn goes on.
+    assert "(unavailable: relic 'store' has no operation 'explode'" in system(model, 0)
+    assert "## ghost\n\n(unavailable: unknown relic 'nowhere'; relics: store)" in system(model, 0)
     await s.aclose()
