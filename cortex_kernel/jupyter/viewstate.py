@@ -378,6 +378,9 @@ class RunState:
         name = body.get("name") if isinstance(body.get("name"), str) else ""
         if not name and action.get("type") == "llm":
             name = _clip(str(body.get("prompt", "")), 40)
+        operation = body.get("operation")
+        if action.get("type") == "relic" and isinstance(operation, str):
+            name = f"{name}.{operation}"  # which service, and what was asked of it
         fields: dict[str, Any] = {
             "type": str(action.get("type", "")),
             "name": name,

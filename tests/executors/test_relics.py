@@ -39,6 +39,11 @@ relics:
     command: ["{sys.executable}", "-m", "tests.executors.relic_samples", "{{port}}"]
     cwd: "{ROOT}"
     operations: {{incr: {{description: add by}}, get: {{}}, pid: {{}}, nap: {{}}, fail: {{}}}}
+  - name: hasty
+    kind: server
+    command: ["{sys.executable}", "-m", "tests.executors.relic_samples", "{{port}}"]
+    cwd: "{ROOT}"
+    timeout: 0.5
 executors: {{workspace: ws}}
 """
 
@@ -124,9 +129,10 @@ async def test_each_kind_keeps_its_state_across_runs(tmp_path: Path) -> None:
         )
         assert second.answer == '13 Lyon 5 ["city"]', second.message
         rows = {row.name: row for row in s.relics.status()}
-        assert {name: row.state for name, row in rows.items()} == dict.fromkeys(
-            ("counter", "store", "web"), "running"
-        )
+        assert {name: row.state for name, row in rows.items()} == {
+            **dict.fromkeys(("counter", "store", "web"), "running"),
+            "hasty": "not started",  # started on first use only
+        }
         assert rows["counter"].calls == 2 and rows["web"].calls == 2 and rows["store"].calls == 3
         assert "web  server  running" in s.relics.describe()
     finally:
@@ -237,8 +243,19 @@ async def test_an_interrupted_relic_call_leaves_the_relic_usable(tmp_path: Path)
             )
         assert scope.cancelled_caught
         assert s.last_result is not None and s.last_result.status == "cancelled"
-        after = await run(s, tmp_path, "after", relic("q", "web", "pid"), "<response>$q</response>")
+        after = await run(
+            s,
+            tmp_path,
+            "after",
+            relic("q", "web", "pid") + relic("h", "hasty", "nap", seconds=5),
+            "<response>$q</response>",
+        )
         assert after.answer == str(pid)  # the same server, still serving
+        failed = events(after, "action_failed")["h"]
+        assert (
+            "relic 'hasty': operation 'nap' timed out after 0.5 s (the relic keeps running)"
+            in failed
+        )
     finally:
         await s.aclose()
 

@@ -77,6 +77,8 @@ def test_relics_live_across_cells_and_die_with_the_kernel(
         )
         result = kernel.run(f"%%agent --model replay:{first} --manifest {agent}\ngo")
         assert result.status == "ok", dump(result)
+        # The tree names the relic and the operation asked of it.
+        assert "c relic counter.incr" in json.dumps([m["content"] for m in result.iopub])
         counter, pid_text, box = kernel.python("%%python\nprint(_response)").split()
         pid = int(pid_text)
         assert (counter, box) == ("3", "1") and alive(pid)
