@@ -27,6 +27,7 @@ library's types.
     │   ├── ConnectionFailed     the provider cannot be reached
     │   ├── BadRequestError      the provider rejected the request
     │   ├── ProviderDown         5xx after every retry
+    │   ├── ProviderProtocolError  the provider's answer is not a completion stream
     │   └── ReplayExhausted      a replay model ran out of recorded turns
     └── ConfigError              a bad manifest, option or model string
 """
@@ -46,6 +47,7 @@ __all__ = [
     "ModelError",
     "ModelTimeout",
     "ProviderDown",
+    "ProviderProtocolError",
     "RateLimitError",
     "ReferenceError_",
     "RelicCrashed",
@@ -163,6 +165,10 @@ class BadRequestError(ModelError):
 
 class ProviderDown(ModelError):
     """The provider kept answering 5xx after every retry."""
+
+
+class ProviderProtocolError(ModelError):
+    """The provider answered with something else than a stream of completion chunks."""
 
 
 class ReplayExhausted(ModelError):

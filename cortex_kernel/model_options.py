@@ -54,6 +54,17 @@ class ModelOptions(BaseModel):
         The endpoint of an OpenAI-compatible server (``http://host:port/v1``).
     protocol
         ``xml`` (protocol text) or ``tools`` (native function calling).
+    timeout
+        Seconds allowed to connect and, once tokens flow, between two chunks
+        of the stream (default 30).
+    first_token_timeout
+        Seconds from sending the request to the first token (default 30; 600
+        for a server on this machine, where a CPU model may read a long
+        prompt for minutes).
+    retries
+        Extra attempts after a timeout, 429, 5xx or lost connection that
+        happens before the first token (default 2; 0 for a server on this
+        machine, which is busy rather than unreachable).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -68,6 +79,22 @@ class ModelOptions(BaseModel):
     )
     protocol: Protocol | None = Field(
         default=None, description="xml (protocol text, default) or tools (function calling)"
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds to connect, and between chunks once tokens flow (default 30)",
+    )
+    first_token_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds until the first token (default 30; 600 on a loopback api_base)",
+    )
+    retries: int | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="extra attempts before the first token (default 2; 0 on a loopback api_base)",
     )
 
     @field_validator("api_base")
@@ -105,8 +132,14 @@ class ModelOptions(BaseModel):
     # ------------------------------------------------------------- using
 
     def model_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for the model constructor (``protocol`` excluded)."""
-        return self.model_dump(exclude_none=True, exclude={"protocol"})
+        """Keyword arguments for the model constructor (``protocol`` excluded).
+
+        ``retries`` is the constructor's ``num_retries``.
+        """
+        kwargs = self.model_dump(exclude_none=True, exclude={"protocol"})
+        if "retries" in kwargs:
+            kwargs["num_retries"] = kwargs.pop("retries")
+        return kwargs
 
     def describe(self) -> str:
         """``--temperature 0 --max-tokens 800`` (what is set), or ``""``."""
@@ -136,7 +169,7 @@ def _validate(data: dict[str, Any], label: Any, where: str) -> ModelOptions:
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--temperature``, ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``.
+    """Add one flag per option (``--temperature``, ``--max-tokens``, … ``--retries``).
 
     Values stay strings here; :func:`options_from_args` validates them all
     at once, so every front end reports the same errors.

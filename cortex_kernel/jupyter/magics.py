@@ -131,14 +131,19 @@ def transform_kernel_cell(lines: list[str]) -> list[str]:
 
 def _model(line: str) -> None:
     """%model [SPEC] [--temperature T] [--max-tokens N] [--seed S] [--api-base URL]
-    [--protocol xml|tools] — show the model, or switch model and options (history kept)."""
+    [--protocol xml|tools] [--timeout S] [--first-token-timeout S] [--retries N]
+    — show the model, or switch model and options (history kept)."""
     runner = runner_for(_shell())
     spec, options = parse_model_line(line)
     if spec is not None or options != ModelOptions():
         runner.set_model(spec, options)
-    name = runner.model_spec or runner.session.model.name
+    model = runner.session.model
+    name = runner.model_spec or model.name
     described = runner.model_options.describe()
     print(f"model: {name}" + (f" {described}" if described else ""))
+    limits = getattr(model, "limits", None)
+    if callable(limits):  # a provider model: how long it is waited for
+        print(f"waits: {limits()}")
 
 
 def _protocol(line: str) -> None:

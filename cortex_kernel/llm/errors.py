@@ -10,15 +10,24 @@ exactly the transient kinds, so the two can never disagree.
 they are checked::
 
     litellm / openai / httpx / aiohttp exception
+    ├── the response body is not a completion stream
+    │   (not JSON, wrong shape, no finish reason)  -> ProviderProtocolError, not retried
     ├── a bug or a broken install in the chain -> ModelError ("installation"), not retried
     ├── no API key, 401 / 403                  -> AuthenticationError
     ├── context window exceeded                -> ContextWindowError
     ├── timeout                                -> ModelTimeout        (retried)
     ├── 429                                    -> RateLimitError      (retried)
     ├── connection (refused, reset, cut)       -> ConnectionFailed    (retried)
-    ├── 5xx                                    -> ProviderDown        (retried)
+    ├── 5xx, or an error event in the stream   -> ProviderDown        (retried)
     ├── 400 / 404 / 413 / 422                  -> BadRequestError
     └── anything else                          -> ModelError
+
+A failure has a *phase*: ``request`` (opening the call, or our own code
+between reads) or ``stream`` (reading the provider's body). Only in the
+stream phase does a ``ValueError`` (bad JSON, bad UTF-8) or an
+``AttributeError``/``TypeError``/``KeyError`` from litellm's chunk parser
+mean the provider sent garbage; in the request phase such an error is a bug
+or a broken installation.
 
 The third-party exception types behind "timeout", "connection", "context
 window" and "bad request" come from a map loaded lazily from the libraries
@@ -38,7 +47,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from ..exceptions import (
@@ -49,6 +58,7 @@ from ..exceptions import (
     ModelError,
     ModelTimeout,
     ProviderDown,
+    ProviderProtocolError,
     RateLimitError,
 )
 from ..redaction import PROVIDER_KEY_ENV, SECRET_ENV_PATTERN, redact, secret_values
@@ -57,6 +67,8 @@ __all__ = [
     "PROVIDER_KEY_ENV",
     "SECRET_ENV_PATTERN",
     "ErrorKind",
+    "MalformedStream",
+    "Phase",
     "classify",
     "is_retryable",
     "key_env_for",
@@ -107,7 +119,19 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+class MalformedStream(Exception):
+    """Raised by the model layer when a provider's stream is not a whole answer.
+
+    Internal: :func:`map_error` turns it into a
+    :class:`~cortex_kernel.exceptions.ProviderProtocolError`.
+    """
+
+
+#: Where a failure happened: opening the call, or reading the provider's body.
+Phase = Literal["request", "stream"]
+
 ErrorKind = Literal[
+    "protocol",
     "installation",
     "auth",
     "context_window",
@@ -140,6 +164,16 @@ _BUILTIN: dict[str, tuple[type[BaseException], ...]] = {
     "timeout": (TimeoutError,),
     "connection": (ConnectionError,),
 }
+#: What a parser raises on bytes that are not what it expected.
+_DECODE_ERRORS = (ValueError, AttributeError, TypeError, KeyError, IndexError)
+#: Real transport failures and status answers (not litellm's wrappers, which wrap garbage too).
+_TRANSPORT: tuple[tuple[str, str], ...] = (
+    ("httpx", "TransportError"),
+    ("httpx", "HTTPStatusError"),
+    ("openai", "APIStatusError"),
+    ("aiohttp", "ClientConnectionError"),
+    ("aiohttp", "ClientPayloadError"),
+)
 
 
 def _exception_types() -> dict[str, tuple[type[BaseException], ...]]:
@@ -222,38 +256,78 @@ def _is_missing_key(exc: BaseException) -> bool:
     return any(marker in text for marker in _NO_KEY_MARKERS)
 
 
-def classify(exc: BaseException) -> ErrorKind:
-    """The kind of a failure of a litellm call (see the module's tree, checked in order)."""
-    if _is_programming_error(exc):
-        return "installation"
-    if _is_missing_key(exc):
-        return "auth"
+def _is_malformed(exc: BaseException, phase: Phase) -> bool:
+    """The provider's body could not be read as completion chunks."""
+    chain = _chain(exc)
+    if any(isinstance(current, MalformedStream) for current in chain):
+        return True
+    if phase != "stream":
+        return False
+    # litellm's wrappers carry a made-up 500: only a real status answer or a
+    # real transport failure rules garbage out.
+    real = tuple(
+        t
+        for module, name in _TRANSPORT
+        if module in sys.modules and isinstance(t := getattr(sys.modules[module], name, None), type)
+    )
+    if any(
+        isinstance(current, (TimeoutError, ConnectionError, *real))
+        and not type(current).__module__.startswith("litellm")
+        for current in chain
+    ):
+        return False
+    return any(
+        isinstance(current, _DECODE_ERRORS) and not isinstance(current, ImportError)
+        for current in chain
+    )
+
+
+def _is_stream_error_event(exc: BaseException) -> bool:
+    # The OpenAI SDK raises its base APIError (no status) for an SSE `error`
+    # event: the provider was reached and reported a failure mid-answer.
+    openai = sys.modules.get("openai")
+    base = getattr(openai, "APIError", None) if openai is not None else None
+    return isinstance(base, type) and any(type(current) is base for current in _chain(exc))
+
+
+def classify(exc: BaseException, *, phase: Phase = "request") -> ErrorKind:
+    """The kind of a failure of a litellm call (see the module's tree, checked in order).
+
+    Parameters
+    ----------
+    exc
+        What the call raised.
+    phase
+        ``stream`` when it was raised while reading the provider's body.
+    """
     inner = _unwrap(exc)
     status = _status(inner)
-    if status in (401, 403):
-        return "auth"
-    if _is_context_window(inner):
-        return "context_window"
-    if _is_timeout(inner):
-        return "timeout"
-    if status == 429:
-        return "rate_limit"
-    if _is_connection(inner) and (status is None or status >= 500):
-        return "connection"
-    if status is not None and status >= 500:
-        return "provider_down"
-    if status in (400, 404, 413, 422) or _is_kind(inner, "bad_request"):
-        return "bad_request"
-    return "other"
+    rules: tuple[tuple[Callable[[], bool], ErrorKind], ...] = (
+        (lambda: _is_malformed(exc, phase), "protocol"),
+        (lambda: _is_programming_error(exc), "installation"),
+        (lambda: _is_missing_key(exc) or status in (401, 403), "auth"),
+        (lambda: _is_context_window(inner), "context_window"),
+        (lambda: _is_timeout(inner), "timeout"),
+        (lambda: status == 429, "rate_limit"),
+        (lambda: phase == "stream" and _is_stream_error_event(exc), "provider_down"),
+        (lambda: _is_connection(inner) and (status is None or status >= 500), "connection"),
+        (lambda: status is not None and status >= 500, "provider_down"),
+        (
+            lambda: status in (400, 404, 413, 422) or _is_kind(inner, "bad_request"),
+            "bad_request",
+        ),
+    )
+    return next((kind for applies, kind in rules if applies()), "other")
 
 
-def is_retryable(exc: BaseException) -> bool:
+def is_retryable(exc: BaseException, *, phase: Phase = "request") -> bool:
     """Whether a failure before the first token is worth another attempt.
 
     Timeouts, 429, connection failures and 5xx are; a bad key, a bad request,
-    a too-long prompt or a bug are not (a retry would fail the same way).
+    a too-long prompt, a garbled answer or a bug are not (a retry would fail
+    the same way).
     """
-    return classify(exc) in RETRYABLE
+    return classify(exc, phase=phase) in RETRYABLE
 
 
 def _is_programming_error(exc: BaseException) -> bool:
@@ -301,15 +375,27 @@ def _detail(exc: BaseException, secrets: Iterable[str | None]) -> str:
     return text[:300] + ("…" if len(text) > 300 else "")
 
 
+def _garbage_detail(exc: BaseException, secrets: Iterable[str | None]) -> str | None:
+    """What was wrong with the provider's bytes: ``JSONDecodeError: Expecting value…``."""
+    for current in _chain(exc):
+        if isinstance(current, MalformedStream):
+            return _detail(current, secrets)
+        if isinstance(current, _DECODE_ERRORS):
+            return f"{type(current).__name__}: {_detail(current, secrets)}"
+    return None
+
+
 def map_error(
     exc: BaseException,
     *,
     model: str,
     attempts: int = 1,
     timeout: float | None = None,
+    timeout_option: str = "timeout",
     api_base: str | None = None,
     api_key: str | None = None,
     streamed_chars: int = 0,
+    phase: Phase = "request",
 ) -> ModelError:
     """Turn an exception from a litellm call into our :class:`ModelError` tree.
 
@@ -321,14 +407,17 @@ def map_error(
         The model string, named in the message.
     attempts
         How many requests were made (retries included).
-    timeout
-        The timeout in force, quoted when the error is a timeout.
+    timeout, timeout_option
+        The timeout in force and the option that sets it
+        (``first_token_timeout`` or ``timeout``), quoted on a timeout.
     api_base, api_key
         The endpoint (quoted on connection errors) and the explicit key
         (redacted like the environment's keys).
     streamed_chars
         Characters already streamed when the failure came: a non-zero value
         adds that the partial turn was discarded.
+    phase
+        ``stream`` when the failure came while reading the provider's body.
 
     Returns
     -------
@@ -351,19 +440,34 @@ def map_error(
     env = key_env_for(model)
     where = f" at {api_base}" if api_base else ""
 
-    kind = classify(exc)
+    kind = classify(exc, phase=phase)
     error: ModelError
-    if kind == "context_window":
+    if kind == "protocol":
+        detail = _garbage_detail(exc, secrets) or detail
+        error = ProviderProtocolError(
+            f"The provider of model {model!r}{where} sent an answer that is not a stream of "
+            f"chat completion chunks ({detail}); it was not retried. Check that the model's "
+            "`api_base` option points at an OpenAI-compatible /v1 endpoint (not a web page or "
+            "a proxy's error page), and the provider's status."
+        )
+    elif kind == "context_window":
         error = ContextWindowError(
             f"The prompt is too long for model {model!r}: {detail}. Shorten the history "
             "(start a new session), remove or shrink context feeds (their max_tokens), "
             "or choose a model with a larger context window (--model / %model)."
         )
     elif kind == "timeout":
-        limit = f" within {timeout:g} s" if timeout is not None else " in time"
+        limit = f" {timeout:g} s" if timeout is not None else " the time allowed"
+        flag = "--" + timeout_option.replace("_", "-")
+        what = (
+            f"sent no first token within{limit}{tries}"
+            if timeout_option == "first_token_timeout"
+            else f"sent nothing for{limit}{tries}"
+        )
         error = ModelTimeout(
-            f"Model {model!r} did not answer{limit}{tries}. Raise the model's `timeout` "
-            "option, check the provider's status, or choose another model (--model)."
+            f"Model {model!r}{where} {what}. Raise {flag} (on %model, %%agent or "
+            f"cortex-kernel run; {timeout_option} in a manifest's model table), check the "
+            "provider's status, or choose another model (--model)."
         )
     elif kind == "auth":
         hint = f"Set {env} in the kernel's environment" if env else "Set the provider's API key"
@@ -376,7 +480,7 @@ def map_error(
     elif kind == "rate_limit":
         error = RateLimitError(
             f"Model {model!r} is rate limited (429){tries}: {detail}. Wait a minute and run "
-            "the cell again, raise the model's `num_retries` option, or choose another "
+            "the cell again, raise the model's --retries option, or choose another "
             "model (--model / %model)."
         )
     elif kind == "installation":
@@ -391,9 +495,10 @@ def map_error(
             "network, the model's `api_base` option and any proxy settings (HTTPS_PROXY)."
         )
     elif kind == "provider_down":
+        code = " (an error event in its stream)" if phase == "stream" else f" ({status})"
         error = ProviderDown(
-            f"The provider of model {model!r} is failing ({status}){tries}: {detail}. Try "
-            "again later, raise the model's `num_retries` option, or choose another model "
+            f"The provider of model {model!r} is failing{code}{tries}: {detail}. Try "
+            "again later, raise the model's --retries option, or choose another model "
             "(--model / %model)."
         )
     elif kind == "bad_request":

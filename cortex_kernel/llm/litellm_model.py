@@ -13,9 +13,22 @@ Strategy
   raised as a mapped :class:`~cortex_kernel.exceptions.ModelError` that says
   the partial turn was discarded — the runtime never keeps a half-written
   turn.
-- Every read of the stream is bounded by ``timeout`` (an anyio cancel scope
-  around the single await, never around a ``yield``), so a provider that
-  stops sending cannot hang a run.
+- Two deadlines, each an anyio cancel scope around a single await (never
+  around a ``yield``): until the first token (content or a tool-call delta)
+  the whole attempt — connecting, the headers, any empty chunks — must fit
+  in ``first_token_timeout``; after it, each read must come within
+  ``timeout``. A provider that accepts and never answers is an error after
+  about ``first_token_timeout × (num_retries + 1)``. The defaults
+  (:data:`DEFAULT_TIMEOUT`, :data:`DEFAULT_FIRST_TOKEN_TIMEOUT`,
+  :data:`DEFAULT_RETRIES`) suit a hosted provider; a server on this machine
+  (a loopback ``api_base``, or Ollama's default) gets
+  :data:`LOCAL_FIRST_TOKEN_TIMEOUT` and no retries: a CPU model reads a long
+  prompt for tens of seconds (its one slot queues the rest), and a retry
+  would only wait behind the request it gave up on.
+- A response that is not a stream of completion chunks (not JSON, an HTML
+  page sent with 200, a stream that ends without a finish reason) is a
+  :class:`~cortex_kernel.exceptions.ProviderProtocolError`, never retried:
+  the provider answered, wrongly, and would again.
 - :meth:`LiteLLMCompletion.aclose` closes the HTTP response itself. litellm's
   default aiohttp transport only *releases* a connection on close and goes
   on reading the body; the httpx transport really closes the socket, so we
@@ -34,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 import sys
 import threading
@@ -49,10 +63,14 @@ from ..redaction import Redactor, secret_values
 from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
-from .errors import is_retryable, map_error, retry_after_seconds
+from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
 from .function_calling import ToolCallAccumulator, text_tool_calls, tools_for_provider
 
 __all__ = [
+    "DEFAULT_FIRST_TOKEN_TIMEOUT",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "LOCAL_FIRST_TOKEN_TIMEOUT",
     "LiteLLMCompletion",
     "LiteLLMModel",
     "aload_litellm",
@@ -62,6 +80,20 @@ __all__ = [
 
 _configured = False
 _lock = threading.Lock()
+
+#: Seconds to connect, and between two chunks once tokens flow.
+DEFAULT_TIMEOUT = 30.0
+#: Seconds from the request to the first token, for a hosted provider.
+DEFAULT_FIRST_TOKEN_TIMEOUT = 30.0
+#: The same for a server on this machine (see the module's notes).
+LOCAL_FIRST_TOKEN_TIMEOUT = 600.0
+#: Extra attempts before the first token, for a hosted provider (0 on this machine).
+DEFAULT_RETRIES = 2
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_FIRST_CALL_IMPORTS = ("openai.resources", "httpcore", "h11", "h2.connection", "tiktoken")
+#: Providers whose default endpoint is on this machine (when no api_base is set).
+_LOCAL_PROVIDERS = {"ollama": "OLLAMA_API_BASE", "ollama_chat": "OLLAMA_API_BASE"}
 
 
 def text_tokens(text: str) -> int:
@@ -90,6 +122,12 @@ def load_litellm() -> Any:
         # The aiohttp transport does not close the socket on aclose (the
         # provider goes on streaming, and billing); httpx's does.
         litellm.disable_aiohttp_transport = True
+        # What the first request would import inside the first-token deadline
+        # (2+ s on a busy 2-core machine): the OpenAI SDK's resources and the
+        # HTTP stack, which litellm loads on its first call.
+        for module in _FIRST_CALL_IMPORTS:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
         # litellm leaves ~300k tracked objects behind (its price and provider
         # tables); every full collection then walks them all, a 200 ms stall
         # in the middle of a stream (seen in bench_llm as p99 latency spikes).
@@ -127,11 +165,16 @@ class LiteLLMModel(Model):
         An explicit key; by default litellm reads the provider's variable
         (``OPENAI_API_KEY``…). Never shown in a message or a repr.
     timeout
-        Seconds allowed for the connection, for the first byte and for each
-        later read of the stream.
+        Seconds allowed to connect, and between two chunks once the first
+        token came (:data:`DEFAULT_TIMEOUT`).
+    first_token_timeout
+        Seconds from sending the request to the first token; ``None``:
+        :data:`DEFAULT_FIRST_TOKEN_TIMEOUT`, or :data:`LOCAL_FIRST_TOKEN_TIMEOUT`
+        for a server on this machine.
     num_retries
         Extra attempts after a 429, 5xx, timeout or connection failure that
-        happens before the first token.
+        happens before the first token; ``None``: :data:`DEFAULT_RETRIES`,
+        or 0 for a server on this machine.
     backoff, max_backoff
         The first wait between attempts and its cap; the wait doubles each
         time. A provider's ``retry-after`` wins, up to ``max_retry_after``.
@@ -149,8 +192,9 @@ class LiteLLMModel(Model):
         *,
         api_base: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        num_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        first_token_timeout: float | None = None,
+        num_retries: int | None = None,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_retry_after: float = 60.0,
@@ -160,12 +204,28 @@ class LiteLLMModel(Model):
         if not name or not name.strip():
             raise ConfigError("An empty model name: give a litellm model string (--model).")
         protocol = protocol_named(protocol)
-        if timeout <= 0 or num_retries < 0 or backoff < 0:
-            raise ConfigError("Model options: timeout must be > 0, num_retries and backoff >= 0.")
+        if (
+            timeout <= 0
+            or (first_token_timeout is not None and first_token_timeout <= 0)
+            or (num_retries is not None and num_retries < 0)
+            or backoff < 0
+        ):
+            raise ConfigError(
+                "Model options: timeout and first_token_timeout must be > 0, "
+                "retries and backoff >= 0."
+            )
         self.name = name.strip()
         self.api_base = api_base
         self.api_key = api_key
+        self.local = self._local_endpoint()
         self.timeout = float(timeout)
+        if first_token_timeout is None:
+            first_token_timeout = (
+                LOCAL_FIRST_TOKEN_TIMEOUT if self.local else DEFAULT_FIRST_TOKEN_TIMEOUT
+            )
+        self.first_token_timeout = float(first_token_timeout)
+        if num_retries is None:
+            num_retries = 0 if self.local else DEFAULT_RETRIES
         self.num_retries = int(num_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -176,7 +236,18 @@ class LiteLLMModel(Model):
     def __repr__(self) -> str:
         # No api_key here: reprs end up in logs and tracebacks.
         base = f", api_base={self.api_base!r}" if self.api_base else ""
-        return f"LiteLLMModel({self.name!r}{base}, timeout={self.timeout:g})"
+        return (
+            f"LiteLLMModel({self.name!r}{base}, timeout={self.timeout:g}, "
+            f"first_token_timeout={self.first_token_timeout:g}, num_retries={self.num_retries})"
+        )
+
+    def limits(self) -> str:
+        """The waiting rules in force, for ``%model``: ``first token within 30 s, …``."""
+        where = " (a server on this machine)" if self.local else ""
+        return (
+            f"first token within {self.first_token_timeout:g} s, then {self.timeout:g} s "
+            f"between chunks, {self.num_retries} retries{where}"
+        )
 
     def stream(self, request: CompletionRequest) -> LiteLLMCompletion:
         """Open a streamed completion; the request is sent on first iteration."""
@@ -228,7 +299,9 @@ class LiteLLMModel(Model):
             "messages": Redactor(secret_values((self.api_key,))).value(request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "timeout": self.timeout,
+            # Our own deadlines (see _generate) are the ones that fire; the HTTP
+            # client's must not cut the wait for the first token short.
+            "timeout": max(self.timeout, self.first_token_timeout),
             # Our retry loop is the only one: it knows whether tokens streamed.
             "num_retries": 0,
             "max_retries": 0,
@@ -254,8 +327,17 @@ class LiteLLMModel(Model):
         if not self.name.startswith("openai/") or os.environ.get("OPENAI_API_KEY", "").strip():
             return False
         base = self.api_base or os.environ.get("OPENAI_API_BASE") or ""
-        host = urlsplit(base).hostname or ""
-        return host in ("127.0.0.1", "localhost", "::1")
+        return (urlsplit(base).hostname or "") in _LOOPBACK
+
+    def _local_endpoint(self) -> bool:
+        """Whether requests go to a server on this machine (a loopback endpoint)."""
+        base = self.api_base
+        provider = self.name.split("/", 1)[0] if "/" in self.name else ""
+        if not base and provider == "openai":
+            base = os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+        if not base and provider in _LOCAL_PROVIDERS:
+            base = os.environ.get(_LOCAL_PROVIDERS[provider]) or "http://localhost:11434"
+        return (urlsplit(base or "").hostname or "") in _LOOPBACK
 
     def retry_delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait before attempt ``attempt + 1``."""
@@ -353,14 +435,19 @@ class LiteLLMCompletion(Completion):
         try:
             while not self._closed:
                 self.attempts += 1
+                phase: Phase = "request"
+                first_token_by = anyio.current_time() + model.first_token_timeout
                 try:
-                    with anyio.fail_after(model.timeout):
+                    with anyio.fail_after(model.first_token_timeout):
                         self._stream = await litellm.acompletion(**kwargs)
                     self._opened = True
                     iterator = self._stream.__aiter__()
                     while True:
-                        chunk = await self._next(iterator)
+                        phase = "stream"
+                        chunk = await self._next(iterator, first_token_by)
+                        phase = "request"  # what follows is our code, not the provider's bytes
                         if chunk is None:
+                            self._check_finished()
                             break
                         text = self._absorb(chunk)
                         if text:
@@ -370,11 +457,11 @@ class LiteLLMCompletion(Completion):
                     break
                 except Exception as exc:
                     await self._close_stream()
-                    before_first_token = self._chars == 0 and not self._tools
+                    before_first_token = not self._got_token()
                     if (
                         before_first_token
                         and self.attempts <= model.num_retries
-                        and is_retryable(exc)
+                        and is_retryable(exc, phase=phase)
                     ):
                         await anyio.sleep(model.retry_delay(self.attempts, exc))
                         self._provider_usage = None
@@ -383,10 +470,12 @@ class LiteLLMCompletion(Completion):
                         exc,
                         model=model.name,
                         attempts=self.attempts,
-                        timeout=model.timeout,
+                        timeout=model.first_token_timeout if before_first_token else model.timeout,
+                        timeout_option="first_token_timeout" if before_first_token else "timeout",
                         api_base=model.api_base,
                         api_key=model.api_key,
                         streamed_chars=self._chars,
+                        phase=phase,
                     ) from None  # the original may quote secrets; ours is redacted
             if self._tools:
                 # Only now do we know how many calls came at once (sync vs async).
@@ -402,13 +491,44 @@ class LiteLLMCompletion(Completion):
             await self._close_stream()
             self._finalize_usage()
 
-    async def _next(self, iterator: Any) -> Any:
-        """The next chunk, or ``None`` at the end; bounded by the model's timeout."""
+    def _got_token(self) -> bool:
+        """Whether the first token (text or a tool-call delta) has come."""
+        return bool(self._chars or self._tools)
+
+    async def _next(self, iterator: Any, first_token_by: float) -> Any:
+        """The next chunk, or ``None`` at the end.
+
+        Until the first token the attempt's deadline applies (the provider
+        may send empty chunks while it reads the prompt); after it, each
+        read gets the model's ``timeout``.
+        """
+        if self._got_token():
+            limit = self.model.timeout
+        else:
+            limit = max(0.0, first_token_by - anyio.current_time())
         try:
-            with anyio.fail_after(self.model.timeout):
+            with anyio.fail_after(limit):
                 return await iterator.__anext__()
         except StopAsyncIteration:
             return None
+
+    def _check_finished(self) -> None:
+        """A stream that ended without the provider's finish reason was not a whole answer.
+
+        litellm puts a ``stop`` on every stream it ends; its wrapper keeps
+        whether the provider itself sent one. An HTML page sent with 200, a
+        JSON object or a cut-off stream all end without it.
+        """
+        stream = self._stream
+        if stream is None or not hasattr(stream, "received_finish_reason"):
+            return  # not litellm's stream wrapper: nothing to tell from
+        if stream.received_finish_reason or getattr(stream, "intermittent_finish_reason", None):
+            return
+        raise MalformedStream(
+            "the stream ended without a finish reason"
+            + (f" after {self._chars} characters" if self._got_token() else ", with no chunk")
+            + _content_type(stream)
+        )
 
     def _absorb(self, chunk: Any) -> str:
         """Take usage, tool-call deltas and the finish reason; return the content text."""
@@ -464,3 +584,13 @@ class LiteLLMCompletion(Completion):
             cost=self.model.cost(prompt, completion),
             seconds=time.perf_counter() - self._started,
         )
+
+
+def _content_type(stream: Any) -> str:
+    """``; its content-type is text/html…`` for a response that is not SSE, else ``""``."""
+    hidden = getattr(stream, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    kind = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
+    if not isinstance(kind, str) or not kind or "event-stream" in kind:
+        return ""
+    return f"; its content-type is {kind.split(';')[0]}, not text/event-stream"

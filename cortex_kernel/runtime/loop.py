@@ -69,7 +69,7 @@ from .ports import (
     ProtocolName,
     ToolCall,
 )
-from .results import ResultStatus, fit_results, quote, render_value
+from .results import ResultStatus, ToolResult, fit_turn_results, render_value
 from .run_events import (
     AnyEvent,
     RunFinished,
@@ -665,10 +665,9 @@ class Run:
         return node.id, status, node.result if status == "ok" else node.error, names
 
     def _results_messages(self, turn: _Turn, settled: list[ActionNode]) -> list[Message]:
-        messages: list[Message] = []
-        blocks: list[str] = []
         by_id = {node.id: node for node in settled}
         nodes = self.scheduler.nodes if self.scheduler is not None else {}
+        tool_results: list[ToolResult] = []
         for call in turn.tool_calls:
             action_id = call_action_id(call.id)
             by_id.pop(action_id, None)
@@ -676,17 +675,13 @@ class Run:
             if node is not None and node.terminal:
                 status = _STATUS.get(node.state, "error")
                 value = node.result if status == "ok" else f"{status}: {node.error}"
-                text = render_value(value)
-                if len(text) > self.limits.result_chars:
-                    text = text[: self.limits.result_chars] + (
-                        f"\n[truncated: {len(text) - self.limits.result_chars} more characters;"
-                        f" the full value is in ${node.id}]"
-                    )
-                content = quote(text)
+                names: tuple[str, ...] = (node.id,)
+                tool_results.append((call.id, render_value(value), names))
             else:
                 error = next((e for e in turn.errors if e.id == action_id), None)
-                content = quote(f"error: {error.message}") if error else "pending"
-            messages.append(tool_result_message(call.id, content))
+                tool_results.append(
+                    (call.id, f"error: {error.message}" if error else "pending", ())
+                )
         call_ids = {call_action_id(call.id) for call in turn.tool_calls}
         items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
             self._result_item(node) for node in settled if node.id in by_id
@@ -696,10 +691,17 @@ class Run:
             for error in turn.errors
             if error.id not in call_ids
         ]
-        # One budget for the whole block: a fan-out cannot flood the prompt.
+        # One budget for everything that opens the turn, native tool messages
+        # included: a fan-out of calls cannot flood the prompt (OWASP LLM10).
         window = getattr(self.model, "context_window", None)
         budget = result_budget_chars(self.limits, window() if callable(window) else None)
-        blocks = fit_results(items, limit=self.limits.result_chars, budget=budget) if items else []
+        contents, blocks = fit_turn_results(
+            tool_results, items, limit=self.limits.result_chars, budget=budget
+        )
+        messages: list[Message] = [
+            tool_result_message(call_id, content)
+            for (call_id, _, _), content in zip(tool_results, contents, strict=True)
+        ]
         if blocks or not messages:
             messages.append({"role": "user", "content": "\n".join(blocks)})
         return messages

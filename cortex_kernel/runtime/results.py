@@ -30,7 +30,9 @@ from ..safejson import escape_surrogates, safe_dumps
 
 __all__ = [
     "ResultStatus",
+    "ToolResult",
     "fit_results",
+    "fit_turn_results",
     "format_result",
     "own_traceback",
     "preview",
@@ -177,37 +179,100 @@ def fit_results(
     budget
         Characters of all the blocks together.
     """
-    texts = [render_value(content) for _, _, content, _ in items]
+    return fit_turn_results((), items, limit=limit, budget=budget)[1]
+
+
+#: A native tool call's result: ``(call_id, text, variables)``.
+ToolResult = tuple[str, str, tuple[str, ...]]
+
+
+def fit_turn_results(
+    tool_results: Sequence[ToolResult],
+    items: Sequence[tuple[str, ResultStatus, Any, tuple[str, ...]]],
+    *,
+    limit: int,
+    budget: int,
+) -> tuple[list[str], list[str]]:
+    """All the results that open a turn, in one budget: tool messages and blocks.
+
+    With native function calling the results of the model's calls go back
+    as ``tool`` messages, the others as ``<action_result>`` blocks; both
+    share ``budget`` (as :func:`fit_results` describes), so 200 parallel
+    tool calls cannot flood the prompt either.
+
+    Parameters
+    ----------
+    tool_results
+        ``(call_id, text, variables)`` per native tool call.
+    items, limit, budget
+        As for :func:`fit_results`.
+
+    Returns
+    -------
+    tuple
+        The quoted content of each tool message (in order) and the blocks,
+        the note on what was cut last.
+    """
+    texts = [text for _, text, _ in tool_results] + [
+        render_value(content) for _, _, content, _ in items
+    ]
     sizes = [min(len(text), limit) for text in texts]
-    overhead = sum(_overhead(action_id, status, names) for action_id, status, _, names in items)
-    if sum(sizes) + overhead <= budget:
-        return [
-            format_result(action_id, status, text, limit=limit, variables=names)
-            for (action_id, status, _, names), text in zip(items, texts, strict=True)
-        ]
-    room = max(0, budget - overhead)
-    shares = [0] * len(items)
-    left = len(items)
-    for index in sorted(range(len(items)), key=sizes.__getitem__):
+    overhead = sum(_tool_overhead(call_id, names) for call_id, _, names in tool_results)
+    overhead += sum(_overhead(action_id, status, names) for action_id, status, _, names in items)
+    cut = sum(sizes) + overhead > budget
+    shares = _fair_shares(sizes, max(0, budget - overhead)) if cut else sizes
+    shortened = omitted = 0
+    contents: list[str] = []
+    blocks: list[str] = []
+    everything = [(names, None) for _, _, names in tool_results] + [
+        (names, (action_id, status)) for action_id, status, _, names in items
+    ]
+    for (names, block), text, share in zip(everything, texts, shares, strict=True):
+        where = " or ".join(f"${name}" for name in names) or "its variable"
+        if cut and share < len(text) and share < _MIN_SHARE:
+            omitted += 1
+            kept = f"[omitted to fit this turn's result budget; the value is in {where}]"
+        else:
+            if cut and share < len(text):
+                shortened += 1
+            kept = _cut(text, share if cut else limit, where)
+        if block is None:
+            contents.append(quote(kept))
+        else:
+            action_id, status = block
+            blocks.append(format_result(action_id, status, kept, limit=len(kept)))
+    if cut:
+        blocks.append(
+            f"[results cut to fit this turn's budget of about {budget // 4} tokens: "
+            f"{shortened} shortened, {omitted} omitted; every full value stays in its $variable]"
+        )
+    return contents, blocks
+
+
+def _cut(text: str, keep: int, where: str) -> str:
+    if len(text) <= keep:
+        return text
+    return (
+        text[:keep]
+        + f"\n[truncated: {len(text) - keep} more characters; the full value is in {where}]"
+    )
+
+
+def _tool_overhead(call_id: str, names: tuple[str, ...]) -> int:
+    """Characters of a tool message around its content, truncation note included."""
+    where = " or ".join(f"${name}" for name in names) or "its variable"
+    envelope = '{"role": "tool", "tool_call_id": "", "content": ""}'
+    note = f"\n[truncated: 1000000 more characters; the full value is in {where}]"
+    return len(envelope) + len(call_id) + len(note)
+
+
+def _fair_shares(sizes: Sequence[int], room: int) -> list[int]:
+    """``room`` shared out: the smallest first take what they need, the rest an equal share."""
+    shares = [0] * len(sizes)
+    left = len(sizes)
+    for index in sorted(range(len(sizes)), key=sizes.__getitem__):
         share = room // left if left else 0
         shares[index] = min(sizes[index], share)
         room -= shares[index]
         left -= 1
-    blocks: list[str] = []
-    shortened = omitted = 0
-    for (action_id, status, _, names), text, share in zip(items, texts, shares, strict=True):
-        where = " or ".join(f"${name}" for name in names) or "its variable"
-        if share >= len(text):
-            blocks.append(format_result(action_id, status, text, limit=limit, variables=names))
-        elif share < _MIN_SHARE:
-            omitted += 1
-            note = f"[omitted to fit this turn's result budget; the value is in {where}]"
-            blocks.append(format_result(action_id, status, note, limit=len(note)))
-        else:
-            shortened += 1
-            blocks.append(format_result(action_id, status, text, limit=share, variables=names))
-    blocks.append(
-        f"[results cut to fit this turn's budget of about {budget // 4} tokens: "
-        f"{shortened} shortened, {omitted} omitted; every full value stays in its $variable]"
-    )
-    return blocks
+    return shares

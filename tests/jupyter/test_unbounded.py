@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.llm.fake_openai import FakeOpenAI
+
 from .conftest import Kernel, dump
 
 pytestmark = pytest.mark.kernel
@@ -68,6 +70,28 @@ def test_two_hundred_results_fit_the_turn_budget(kernel: Kernel, tmp_path: Path)
     assert small.status == "ok"
     opening = kernel.python(HISTORY)
     assert opening.count("<action_result") == 3 and "results cut" not in opening
+
+
+@pytest.mark.filterwarnings("ignore:Accessing the 'model_")
+def test_native_tool_results_count_against_the_turn_budget(kernel: Kernel) -> None:
+    # --protocol tools: the results go back as `tool` messages, one per call.
+    calls = [(f"call_{i}", "report", json.dumps({"i": i})) for i in range(50)]
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/x --api-base {server.api_base} --protocol tools")
+        server.tool_calls(calls)
+        server.stream("<response>done</response>")
+        result = kernel.run("all reports")
+        assert result.status == "ok", dump(result)
+        messages = server.requests[1].body["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == [f"call_{i}" for i in range(50)]
+    # Uncapped: 50 x 4,000 characters (each cut only to limits.result_chars).
+    assert sum(len(m["content"]) for m in results) < 8000 * 4 * 1.1
+    assert all(m["content"].startswith(f"report {i}: ") for i, m in enumerate(results))
+    assert "the full value is in $call_7" in results[7]["content"]
+    note = messages[-1]
+    assert note["role"] == "user"
+    assert "[results cut to fit this turn's budget of about 8000 tokens" in note["content"]
 
 
 def test_a_manifest_sets_the_budget(kernel: Kernel, tmp_path: Path) -> None:

@@ -56,8 +56,8 @@ class Reply:
     Attributes
     ----------
     kind
-        ``stream`` (SSE chunks), ``error`` (an HTTP error status) or ``hang``
-        (headers never come).
+        ``stream`` (SSE chunks), ``error`` (an HTTP error status), ``hang``
+        (headers never come) or ``raw`` (``body`` as it is, status 200).
     chunks
         For ``stream``: the ``delta`` objects to send, one SSE event each.
     delay
@@ -75,6 +75,8 @@ class Reply:
         For ``error``.
     hang_seconds
         How long a hang lasts at most (the server thread must end).
+    body, content_type
+        For ``raw``: the bytes to send (as text) and their content type.
     """
 
     kind: str = "stream"
@@ -89,6 +91,8 @@ class Reply:
     message: str = ""
     hang_seconds: float = 30.0
     finish_reason: str = "stop"
+    body: str = ""
+    content_type: str = "text/event-stream"
 
 
 @dataclass
@@ -198,6 +202,16 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": {"message": message, "type": "fake_error", "code": reply.status}},
                 headers,
             )
+            record.completed = True
+            return
+        if reply.kind == "raw":
+            data = reply.body.encode("utf-8", "surrogateescape")
+            self.send_response(200)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
             record.completed = True
             return
         if reply.kind == "hang":
@@ -341,7 +355,8 @@ class FakeOpenAI:
     Use as a context manager; :attr:`api_base` is the ``api_base`` to give
     litellm. Script replies with :meth:`stream`, :meth:`tool_calls`,
     :meth:`error`, :meth:`hang` (each appends to the queue and returns the
-    server, so calls chain); read :attr:`requests` afterwards.
+    server, so calls chain), or :meth:`raw` for a broken answer; read
+    :attr:`requests` afterwards.
     """
 
     def __init__(self) -> None:
@@ -434,6 +449,10 @@ class FakeOpenAI:
     def hang(self, seconds: float = 30.0) -> FakeOpenAI:
         """Accept the next request and never answer (until ``seconds`` pass)."""
         return self.add(Reply(kind="hang", hang_seconds=seconds))
+
+    def raw(self, body: str, *, content_type: str = "text/event-stream") -> FakeOpenAI:
+        """Answer 200 with ``body`` as it is: garbage, an HTML page, a cut-off stream."""
+        return self.add(Reply(kind="raw", body=body, content_type=content_type))
 
     def _next_reply(self) -> Reply | None:
         with self._lock:

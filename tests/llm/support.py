@@ -17,7 +17,12 @@ _DELTAS = {"text", "thought_delta", "response_delta"}
 
 def make_model(server: FakeOpenAI, name: str = "openai/x", **options: Any) -> LiteLLMModel:
     """A model that talks to ``server`` with fast retries and a short timeout."""
-    settings: dict[str, Any] = {"timeout": 2.0, "num_retries": 2, "backoff": 0.01}
+    settings: dict[str, Any] = {
+        "timeout": 2.0,
+        "first_token_timeout": 2.0,
+        "num_retries": 2,
+        "backoff": 0.01,
+    }
     settings.update(options)
     return LiteLLMModel(name, api_base=server.api_base, api_key=API_KEY, **settings)
 

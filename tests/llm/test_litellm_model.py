@@ -82,13 +82,13 @@ async def test_rate_limit_exhausted_gives_the_mapped_error(server: FakeOpenAI) -
         await collect(make_model(server, num_retries=2).stream(request()))
     assert len(server.requests) == 3
     message = str(caught.value)
-    assert "429" in message and "3 attempts" in message and "num_retries" in message
+    assert "429" in message and "3 attempts" in message and "--retries" in message
     assert "slow down" in message
 
 
 async def test_server_errors_exhausted_give_provider_down(server: FakeOpenAI) -> None:
     server.error(502, times=2)
-    with pytest.raises(ProviderDown, match="num_retries"):
+    with pytest.raises(ProviderDown, match="--retries"):
         await collect(make_model(server, num_retries=1).stream(request()))
     assert len(server.requests) == 2
 
@@ -139,8 +139,8 @@ async def test_a_cut_before_the_first_token_is_retried(server: FakeOpenAI) -> No
 
 async def test_a_hang_before_the_first_byte_hits_the_timeout(server: FakeOpenAI) -> None:
     server.hang(10).hang(10)
-    with pytest.raises(ModelTimeout, match="timeout"):
-        await collect(make_model(server, timeout=0.3, num_retries=1).stream(request()))
+    with pytest.raises(ModelTimeout, match=r"no first token within 0\.3 s after 2 attempts"):
+        await collect(make_model(server, first_token_timeout=0.3, num_retries=1).stream(request()))
     assert len(server.requests) == 2  # each attempt timed out; neither waited for the hang
 
 
@@ -248,3 +248,31 @@ def test_a_tools_model_sends_tools_even_for_a_default_request() -> None:
     assert kwargs["num_retries"] == 0 and kwargs["max_retries"] == 0
     assert kwargs["stream"] is True
     assert "tools" not in LiteLLMModel("openai/x").request_kwargs(request(tools=[schema]))
+
+
+def test_waiting_defaults_for_a_hosted_provider_and_a_server_on_this_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    hosted = LiteLLMModel("openai/gpt-4o-mini")
+    assert (hosted.first_token_timeout, hosted.timeout, hosted.num_retries) == (30, 30, 2)
+    assert hosted.request_kwargs(request())["timeout"] == 30
+    # A CPU model on this machine may read a long prompt for minutes; a
+    # retry would queue behind the request it gave up on.
+    for local in (
+        LiteLLMModel("openai/local", api_base="http://127.0.0.1:8377/v1"),
+        LiteLLMModel("ollama/llama3"),
+    ):
+        assert (local.first_token_timeout, local.timeout, local.num_retries) == (600, 30, 0)
+        assert local.request_kwargs(request())["timeout"] == 600  # httpx must not cut it short
+    monkeypatch.setenv("OPENAI_API_BASE", "http://localhost:8000/v1")
+    assert LiteLLMModel("openai/local").num_retries == 0
+    # Explicit options win.
+    chosen = LiteLLMModel(
+        "openai/local", api_base="http://127.0.0.1:1/v1", first_token_timeout=5, num_retries=3
+    )
+    assert (chosen.first_token_timeout, chosen.num_retries) == (5, 3)
+    with pytest.raises(ConfigError):
+        LiteLLMModel("openai/x", first_token_timeout=0)

@@ -75,7 +75,7 @@ async def test_retries_exhausted_end_the_run_with_the_mapped_message(
     server.error(503, times=3)
     result = await session_for(server, tmp_path, num_retries=2).run("hello")
     assert result.status == "error"
-    assert "ProviderDown" in result.message and "num_retries" in result.message
+    assert "ProviderDown" in result.message and "--retries" in result.message
     assert len(server.requests) == 3
 
 
