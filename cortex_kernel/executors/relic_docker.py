@@ -12,12 +12,18 @@ are all it needs). Each operation's ``command`` runs in it as that user with
 exit's stdout is the result (JSON when it is JSON), anything else fails the
 call with stderr's tail. State the operations leave in the container
 (``/tmp``, a daemon's memory) lasts as long as the relic.
+
+A kernel killed with SIGKILL cannot stop its containers; each carries the
+label ``cortex-kernel.owner=HOST:PID``, and the next Docker relic started on
+that host removes those whose process is gone (:func:`sweep_orphans`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 from typing import Any
 
 import anyio
@@ -29,7 +35,43 @@ from .docker import LABEL, ContainerSpec, docker_client, remove_container
 from .images import sandbox_image
 from .relic_base import Relic
 
-__all__ = ["DockerRelic"]
+__all__ = ["OWNER_LABEL", "DockerRelic", "owner", "sweep_orphans"]
+
+
+#: ``host:pid`` of the process that started a relic's container.
+OWNER_LABEL = f"{LABEL}.owner"
+
+
+def owner() -> str:
+    """This process as :data:`OWNER_LABEL` names it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
+def sweep_orphans(client: Any) -> int:
+    """Remove relic containers whose kernel died without stopping them (SIGKILL).
+
+    Only containers started from this host by a process that no longer exists;
+    a live kernel's relics are never touched. Returns how many were removed.
+    """
+    host = socket.gethostname()
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=relic"}):
+        started_by, _, pid = str(container.labels.get(OWNER_LABEL, "")).rpartition(":")
+        if started_by == host and pid.isdigit() and _dead(int(pid)):
+            with contextlib.suppress(Exception):
+                remove_container(container)
+                removed += 1
+    return removed
 
 
 class DockerRelic(Relic):
@@ -58,7 +100,12 @@ class DockerRelic(Relic):
             workspace_mode=spec.workspace if mounted else "ro",
             tmpfs_size=spec.docker.tmpfs_size,
             env=spec.docker.env,
-            labels={**spec.docker.labels, LABEL: "relic", f"{LABEL}.relic": spec.name},
+            labels={
+                **spec.docker.labels,
+                LABEL: "relic",
+                f"{LABEL}.relic": spec.name,
+                OWNER_LABEL: owner(),
+            },
         )
 
     async def start(self) -> None:
@@ -76,6 +123,7 @@ class DockerRelic(Relic):
     def _create_and_start(self, client: Any, options: dict[str, Any]) -> None:
         import docker.errors
 
+        sweep_orphans(client)
         try:
             created = client.api.create_container(**options)["Id"]
             self._container = client.containers.get(created)

@@ -92,3 +92,36 @@ async def test_a_docker_relic_keeps_its_container_across_runs(tmp_path: Path) ->
     finally:
         await s.aclose()
     assert our_containers(token) == []
+
+
+async def test_containers_of_a_dead_kernel_are_swept_by_the_next_docker_relic(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    from cortex_kernel.executors.docker import LABEL, ContainerSpec
+    from cortex_kernel.executors.relic_docker import OWNER_LABEL, owner
+    from tests.docker_support import sandbox_image
+
+    client = engine_or_skip()
+    token = new_token()
+    made = []
+    for who in (f"{socket.gethostname()}:99999999", owner()):  # a pid that cannot exist; ours
+        labels = {LABEL: "relic", OWNER_LABEL: who, TEST_LABEL: token}
+        spec = ContainerSpec(sandbox_image(), ["sleep", "infinity"], labels=labels)
+        made.append(client.api.create_container(**spec.create_options(client.api))["Id"])
+    s = build_session(
+        "replay:" + str(turns_file(tmp_path, "none", "<response/>")),
+        manifest=manifest(tmp_path, token),
+        transcript_dir=tmp_path,
+    )
+    try:
+        result = await run(s, tmp_path, "go", relic("a", "box", "incr"), "<response>$a</response>")
+        assert result.answer == "1"
+        left = {c.id for c in our_containers(token)}
+        assert made[0] not in left  # the dead kernel's: removed
+        assert made[1] in left  # a live process's: kept
+    finally:
+        await s.aclose()
+        client.api.remove_container(made[1], force=True)
+    assert our_containers(token) == []
