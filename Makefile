@@ -33,8 +33,12 @@ test: lint install-kernel
 bench: $(STAMP)
 	$(BIN)/cortex-kernel bench
 
+# The parser fuzz target, EXAMPLES split over JOBS processes with distinct
+# hypothesis seeds (scripts/fuzz.py); SEED fixes the base seed.
+EXAMPLES ?= 200000
+JOBS ?= 1
 fuzz: $(STAMP)
-	CORTEX_FUZZ_EXAMPLES=$${CORTEX_FUZZ_EXAMPLES:-200000} $(BIN)/python -m pytest tests/protocol/test_fuzz.py -p no:timeout
+	$(BIN)/python scripts/fuzz.py --examples $(EXAMPLES) --jobs $(JOBS) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache

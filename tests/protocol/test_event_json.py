@@ -54,3 +54,23 @@ def test_a_bad_line_still_fails_with_pydantics_error() -> None:
 
     with pytest.raises(ValidationError):
         parse_parser_event('{"type": "text", "span": [0, 1], "text": "\\ud800", "oops"')
+
+
+def test_a_lone_surrogate_in_a_body_key_round_trips() -> None:
+    # Found by ``make fuzz``: a raw surrogate in an action body's key came
+    # back as the six characters ``\ud9b8`` (keys were escaped, not kept).
+    text = '<action type="tool">{"name": "x", "k\ud9b8": 1}</action>'
+    parser = Parser()
+    for event in parser.feed(text) + parser.close():
+        assert parse_parser_event(event.to_json()) == event
+
+
+def test_a_lone_surrogate_in_an_attribute_name_round_trips() -> None:
+    # Found by ``make fuzz``: pydantic writes a surrogate in a dict key as
+    # U+FFFD without raising, so the line read back differently.
+    text = '<action type=internal OUTPUT_KEY\uddc7\'out\'>{"name": "x"}</action>'
+    parser = Parser()
+    for event in parser.feed(text) + parser.close():
+        assert parse_parser_event(event.to_json()) == event
+    kept = Text(span=(0, 1), text="\ufffd")
+    assert parse_parser_event(kept.to_json()) == kept
