@@ -100,11 +100,9 @@ def run_headless(
             stream.write(event.to_json() + "\n")
             stream.flush()
 
-        try:
+        async with session:  # its background work and MCP servers end with the block
             result = await session.run(message, on_event=show)
             await session.drain(drain_timeout)
-        finally:
-            await session.aclose()
         if target is not None and result.transcript is not None and result.transcript.exists():
             try:
                 shutil.copyfile(result.transcript, target)

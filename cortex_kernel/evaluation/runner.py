@@ -143,12 +143,10 @@ async def run_task(
     started = time.perf_counter()
     last: RunResult | None = None
     written = ""
-    try:
+    async with session:
         for message in [*task.before, task.message]:
             last = await session.run(message)
             written = _absorb(result, last)
-    finally:
-        await session.aclose()
     result.seconds = time.perf_counter() - started
     assert last is not None
     result.status = last.status

@@ -91,7 +91,10 @@ class McpHub:
         if not self.servers:
             return []
         if group is None:
-            raise McpError("MCP servers need the asyncio event loop (Jupyter or cortex-kernel run)")
+            raise McpError(
+                "MCP servers need an open session (`async with session:`), which "
+                "Jupyter and `cortex-kernel run` hold"
+            )
         servers = list(self.servers.values())
         async with anyio.create_task_group() as starting:
             # Calls validate their parameters with jsonschema, slow to import: meanwhile.

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio
-
 from ..exceptions import ActionError
 from ..protocol.models import Action, ActionType
 from ..runtime.ports import ExecutionContext, Executor
@@ -79,11 +77,9 @@ class AgentExecutor(Executor):
         def forward(event: Any) -> None:
             context.emit(nest_event(event, action.id))
 
-        try:
+        # The action owns the sub-agent's session: its background work ends with the action.
+        async with session:
             result = await session.run(message, on_event=forward, depth=context.depth + 1)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await session.aclose()
         if result.status not in ("ok", "incomplete"):
             raise ActionError(
                 f"sub-agent '{name}' ended with status {result.status}: "

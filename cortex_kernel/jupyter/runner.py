@@ -10,6 +10,17 @@ answer is the cell's ``execute_result`` and a failure is the cell's error.
 :class:`AgentRunner` holds the notebook's session (built lazily, so the
 kernel starts without importing the runtime, pydantic models or litellm);
 :func:`run_cell` is what the rewritten cell awaits.
+
+Session lifetime
+----------------
+A session is open (``async with session:``, see
+:mod:`cortex_kernel.runtime.session`) for as long as the notebook may use
+it. ipykernel runs its loop with tornado's ``IOLoop.start()``, not under a
+task group, so the outermost scope there is the loop's own lifetime:
+:class:`SessionHost` is one task on the kernel's loop whose task group holds
+each session open in a task of its own, from the session's first run until
+it is retired (a new manifest or agent) or the kernel shuts down
+(:meth:`AgentRunner.aclose`, called by ``CortexKernel.do_shutdown``).
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentRunner",
     "FinalAnswer",
+    "SessionHost",
     "existing_runner",
     "notebook_relative",
     "parse_options",
@@ -114,6 +126,77 @@ def parse_options(line: str) -> _Options:
     return options
 
 
+class SessionHost:
+    """Holds sessions open for the lifetime of the kernel's loop (see the module docstring).
+
+    The host task is started by the first :meth:`open`, on the running loop.
+    """
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._group: Any = None  # the host's anyio TaskGroup
+        self._ready: Any = None
+        self._stop: Any = None
+        self._held: dict[int, Any] = {}  # id(session) -> anyio.Event that releases it
+
+    def holds(self, session: Session) -> bool:
+        """Whether ``session`` is held open."""
+        return id(session) in self._held
+
+    async def open(self, session: Session) -> None:
+        """Hold ``session`` open (its background group) until :meth:`release` or :meth:`aclose`."""
+        import anyio
+
+        if self.holds(session):
+            return
+        if self._task is None or self._task.done():
+            self._ready, self._stop = anyio.Event(), anyio.Event()
+            # The kernel boundary: the one task not started in a task group
+            # (ipykernel's loop is not run under one); aclose() stops it.
+            self._task = asyncio.get_running_loop().create_task(self._host())
+        await self._ready.wait()
+        await self._group.start(self._hold, session)
+
+    def release(self, session: Session) -> None:
+        """Close ``session`` in the host (its MCP servers stop); returns at once."""
+        event = self._held.pop(id(session), None)
+        if event is not None:
+            event.set()
+
+    async def aclose(self) -> None:
+        """Close every session held, then end the host task."""
+        for key in list(self._held):
+            self._held.pop(key).set()
+        task, self._task = self._task, None
+        if task is not None and self._stop is not None:
+            self._stop.set()
+            await task
+
+    async def _host(self) -> None:
+        import anyio
+
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                self._ready.set()
+                await self._stop.wait()
+                # Every hold was released by aclose(): the group waits for them to close.
+        finally:
+            self._group = None
+
+    async def _hold(self, session: Session, *, task_status: Any) -> None:
+        import anyio
+
+        release = anyio.Event()
+        try:
+            async with session:
+                self._held[id(session)] = release
+                task_status.started()
+                await release.wait()
+        except Exception:  # one session's failing close must not end the others
+            log.exception("cortex: closing a session failed")
+
+
 class AgentRunner:
     """The agent side of one IPython shell: its session, its runs, its transcripts.
 
@@ -142,8 +225,8 @@ class AgentRunner:
         self._session: Session | None = None
         self._relics: RelicRegistry | None = None
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
-        #: Closing sessions a new manifest or agent replaced (their MCP servers stop).
-        self._closing: set[asyncio.Task[None]] = set()
+        #: Holds the sessions open while the kernel's loop runs.
+        self.host = SessionHost()
         shell.events.register("pre_run_cell", self._pre_run_cell)
 
     def _pre_run_cell(self, info: Any) -> None:
@@ -264,27 +347,15 @@ class AgentRunner:
             self._session.reset()
 
     def _retire(self) -> None:
-        """Drop the session (the next cell builds one) and close it in the background."""
+        """Drop the session (the next cell builds one); the host closes it in the background."""
         session, self._session = self._session, None
-        if session is None or not session.tool_sources:
-            return
-        try:
-            task = asyncio.get_running_loop().create_task(session.aclose())
-        except RuntimeError:  # no loop (plain IPython between cells): closed at shutdown
-            self._manifest_sessions[("retired", str(id(session)))] = session
-            return
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        if session is not None:
+            self.host.release(session)
 
     async def aclose(self) -> None:
-        """Cancel background work (fire-and-forget actions) of every session; stop the relics."""
+        """Close every session (background work, MCP servers) and the host task; stop the relics."""
         try:
-            for task in list(self._closing):
-                await task
-            sessions = [self._session, *self._manifest_sessions.values()]
-            for session in sessions:
-                if session is not None:
-                    await session.aclose()
+            await self.host.aclose()
         finally:
             if self._relics is not None:
                 await self._relics.aclose()
@@ -324,6 +395,7 @@ class AgentRunner:
         self.loop = asyncio.get_running_loop()
         options = parse_options(options_line)
         session = self._session_for(options)
+        await self.host.open(session)
         # A bad --model fails the cell before a view is shown (never a view
         # stuck at "running" above the error). A fresh model per cell: a
         # replay file starts from its first turn.

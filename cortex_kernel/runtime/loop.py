@@ -160,8 +160,9 @@ class RunContext:
     extra
         Handed to executors as :attr:`ExecutionContext.extra` (the ``approver``).
     background
-        Task group for ``fire_and_forget`` actions, which may outlive the run;
-        ``None``: the run's own group takes them.
+        The open session's task group, for ``fire_and_forget`` actions, which
+        may outlive the run; ``None``: the run's own group takes them and the
+        run waits for them before it ends.
     commit
         Called once with the finished run and its result, cancelled runs
         included (the run's messages join the history).
@@ -329,6 +330,12 @@ class Run:
                 with anyio.move_on_after(self.limits.wall_time) as wall:
                     try:
                         status, message, answer = await self._turns()
+                        if context.background is None:
+                            # No open session to outlive the run in: wait for
+                            # its fire_and_forget actions (within the wall time).
+                            for node in list(self.scheduler.nodes.values()):
+                                if not node.awaited:
+                                    await node.wait()
                     except Exception as exc:  # a bug must end the run, never hang it
                         log.exception("run %s failed", self.run_id)
                         status = "error"

@@ -3,30 +3,47 @@
 The Jupyter kernel, the ``%%agent`` magic and the headless CLI all hold one
 :class:`Session` and call :meth:`Session.run` once per cell.
 
-Background work
----------------
-``fire_and_forget`` actions may outlive their run, so they cannot live in
-the run's task group. On the asyncio backend (headless ``anyio.run`` and
-ipykernel alike) the session lazily starts one host task on the running
-loop that owns an anyio task group for them; the task is held by the session
-and cancelled and awaited by :meth:`Session.aclose`, so the structure stays
-explicit even though the group outlives the cell that started it. On other
-backends there is no host: the run's own task group takes them and the run
-waits for them before it returns (documented trade-off).
+Lifetime and background work
+----------------------------
+The owner of a session holds its background task group: ``async with
+session:`` opens it, leaving the block closes it (structured concurrency —
+the session starts no task of its own). Inside the block:
+
+- ``fire_and_forget`` actions may outlive their run: they run in the
+  session's group, and :meth:`Session.drain` waits for them;
+- tool sources (MCP servers) keep their server hosts there between runs;
+- long-lived services of the session (relics, periodic feeds) are started
+  with ``session.background.start_soon(...)`` (or ``await
+  session.background.start(...)``), or tied to it as async context managers
+  with :meth:`Session.enter_async_context`.
+
+Leaving the block (or :meth:`Session.aclose`, which the block calls) stops
+the tool sources, cancels background actions, exits the contexts entered
+with :meth:`Session.enter_async_context` (last first), cancels what is left
+in the group and waits for it: nothing the session started outlives it.
+
+The owners: ``cortex-kernel run`` (:mod:`cortex_kernel.headless`), the eval
+runner, the ``agent`` executor (a sub-agent's session lives for its action)
+and, in Jupyter, the :class:`~cortex_kernel.jupyter.runner.AgentRunner`,
+which holds the notebook's sessions open for the kernel's lifetime.
+
+A session used without ``async with`` still runs: its ``fire_and_forget``
+actions then run in the run's own task group and the run waits for them;
+MCP servers need an open session.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 
 from ..protocol.models import ActionType
@@ -53,6 +70,8 @@ from .variables import VariableStore
 __all__ = ["Session"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Session:
@@ -129,8 +148,7 @@ class Session:
         self._runs: dict[str, list[Message]] = {}
         self._schedulers: list[Scheduler] = []
         self._bg: TaskGroup | None = None
-        self._bg_task: asyncio.Task[None] | None = None
-        self._bg_stop: anyio.Event | None = None
+        self._stack: AsyncExitStack | None = None
         #: Tools from outside (MCP servers): prepared before every run, closed with the session.
         self.tool_sources: list[ToolSource] = []
         #: What the session owns and closes with itself (a relic registry it made).
@@ -186,7 +204,7 @@ class Session:
             then :attr:`last_result`.
         """
         run_id = uuid.uuid4().hex[:12]
-        background = await self._background_group()
+        background = self._bg
         for source in self.tool_sources:
             for warning in await source.prepare(self.tools, background):
                 warnings.warn(warning, UserWarning, stacklevel=2)
@@ -245,9 +263,82 @@ class Session:
         self._prune()
         return not scope.cancelled_caught
 
+    # ---------------------------------------------------------- lifetime
+
+    async def __aenter__(self) -> Self:
+        """Open the session's background task group (see the module docstring).
+
+        Raises
+        ------
+        RuntimeError
+            The session is open already.
+        """
+        if self._stack is not None:
+            raise RuntimeError("this session is open already")
+        stack = AsyncExitStack()
+        group = await stack.enter_async_context(anyio.create_task_group())
+        # Last in, first out: on the way out, close() runs before the group
+        # exits, so the group only waits for what close() cancelled.
+        stack.push_async_callback(self._close_group, group)
+        self._stack, self._bg = stack, group
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        """Close what the session holds (:meth:`aclose`) and its task group."""
+        stack, self._stack = self._stack, None
+        try:
+            await self.aclose()
+        finally:
+            self._bg = None
+            if stack is not None:
+                # Not shielded: the group's cancel scope must be the innermost one
+                # here. The owner's exception is not handed to the group (which
+                # would wrap it in an ExceptionGroup): it propagates unchanged.
+                await stack.__aexit__(None, None, None)
+        return None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the owner holds the session open (``async with session:``)."""
+        return self._bg is not None
+
+    @property
+    def background(self) -> TaskGroup:
+        """The session's task group, for work that outlives a run.
+
+        Raises
+        ------
+        RuntimeError
+            The session is not open (use ``async with session:``).
+        """
+        if self._bg is None:
+            raise RuntimeError("the session is not open: use `async with session:`")
+        return self._bg
+
+    async def enter_async_context(self, context: AbstractAsyncContextManager[T]) -> T:
+        """Enter ``context`` now and exit it when the session closes (last entered, first out).
+
+        Raises
+        ------
+        RuntimeError
+            The session is not open.
+        """
+        if self._stack is None:
+            raise RuntimeError("the session is not open: use `async with session:`")
+        return await self._stack.enter_async_context(context)
+
     async def aclose(self) -> None:
-        """Cancel background (``fire_and_forget``) work, stop tool sources, owned services
-        (relics it made itself) and the host task."""
+        """Stop tool sources and owned services (relics it made itself), and
+        cancel background (``fire_and_forget``) actions.
+
+        Safe to call twice, and inside ``async with session:`` (leaving the
+        block then also exits the contexts and the group).
+        """
         for source in self.tool_sources:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
@@ -257,14 +348,11 @@ class Session:
         for scheduler in self._schedulers:
             scheduler.cancel_all("session closed", background=True)
         self._schedulers.clear()
-        if self._bg_stop is not None:
-            self._bg_stop.set()
-        task, self._bg_task = self._bg_task, None
-        if task is not None:
-            with anyio.CancelScope(shield=True):
-                await task
-        self._bg = None
-        self._bg_stop = None
+
+    @staticmethod
+    async def _close_group(group: TaskGroup) -> None:
+        # Whatever is still in the group (a service nobody stopped) is cancelled.
+        group.cancel_scope.cancel()
 
     # ------------------------------------------------------ handed to each run
 
@@ -282,30 +370,3 @@ class Session:
         self._schedulers = [
             s for s in self._schedulers if any(not n.terminal for n in s.nodes.values())
         ]
-
-    async def _background_group(self) -> TaskGroup | None:
-        if self._bg is not None:
-            return self._bg
-        try:
-            library = sniffio.current_async_library()
-        except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
-            return None
-        if library != "asyncio":
-            return None
-        ready = anyio.Event()
-        self._bg_stop = anyio.Event()
-        stop = self._bg_stop
-        # The one task the session owns; see the module docstring.
-        self._bg_task = asyncio.get_running_loop().create_task(self._host(ready, stop))
-        await ready.wait()
-        return self._bg
-
-    async def _host(self, ready: anyio.Event, stop: anyio.Event) -> None:
-        try:
-            async with anyio.create_task_group() as tg:
-                self._bg = tg
-                ready.set()
-                await stop.wait()
-                tg.cancel_scope.cancel()
-        finally:
-            self._bg = None

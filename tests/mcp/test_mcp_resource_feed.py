@@ -36,15 +36,13 @@ async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
     session = build_session(manifest=manifest, transcript_dir=tmp_path)
     model = Recording(tmp_path / "turns.jsonl")
     session.model = model
-    try:
+    async with session:
         result = await session.run("go")
         assert result.status == "ok", result.message
         prompt = system(model, 0)
         assert "## note" in prompt and "note of the day: ship it" in prompt
         bad = prompt[prompt.index("## bad") :]
         assert "(unavailable: " in bad and "Error reading resource notes://broken" in bad
-    finally:
-        await session.aclose()
 
 
 def test_the_source_needs_a_server_and_a_uri() -> None:

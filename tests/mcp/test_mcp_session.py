@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -56,7 +57,7 @@ async def test_tools_are_listed_with_the_server_prefix_and_schema_and_called(
         call("r", "t__add", {"a": 2, "b": 3}) + call("e", "t__echo", {"text": "hi"}),
         "<response>sum $r, echo $e</response>",
     )
-    try:
+    async with session:
         result, _ = await run(session)
         assert result.status == "ok", result.message
         assert result.answer == "sum 5, echo hi"
@@ -66,8 +67,6 @@ async def test_tools_are_listed_with_the_server_prefix_and_schema_and_called(
         assert add.parameters["required"] == ["a", "b"]
         listing = mcp_hub(session).describe()
         assert "t: running" in listing and "t__rendezvous" in listing
-    finally:
-        await session.aclose()
 
 
 async def test_bad_parameters_fail_before_the_server_is_called(tmp_path: Path, marks: Path) -> None:
@@ -77,12 +76,10 @@ async def test_bad_parameters_fail_before_the_server_is_called(tmp_path: Path, m
         call("r", "t__add", {"a": "two", "b": 3}),
         "<response>done</response>",
     )
-    try:
+    async with session:
         _, events = await run(session)
         assert "bad parameters for tool 't__add'" in failures(events)["r"]
         assert "'two' is not of type 'integer'" in failures(events)["r"]
-    finally:
-        await session.aclose()
 
 
 async def test_calls_run_in_parallel(tmp_path: Path, marks: Path) -> None:
@@ -91,12 +88,10 @@ async def test_calls_run_in_parallel(tmp_path: Path, marks: Path) -> None:
     session = session_for(
         tmp_path, [stdio_entry(marks)], calls, "<response>$c0 / $c1 / $c2</response>"
     )
-    try:
+    async with session:
         result, events = await run(session)
         assert not failures(events)
         assert result.answer == "c0 met 3 / c1 met 3 / c2 met 3"
-    finally:
-        await session.aclose()
 
 
 async def test_a_tool_error_is_the_actions_error(tmp_path: Path, marks: Path) -> None:
@@ -106,7 +101,7 @@ async def test_a_tool_error_is_the_actions_error(tmp_path: Path, marks: Path) ->
         call("f", "t__fail", {"reason": "no way"}),
         "<response>it failed</response>",
     )
-    try:
+    async with session:
         result, events = await run(session)
         assert result.status == "ok"
         error = failures(events)["f"]  # the SDK server adds "Error executing tool fail: "
@@ -114,8 +109,6 @@ async def test_a_tool_error_is_the_actions_error(tmp_path: Path, marks: Path) ->
         assert error.endswith("refused: no way")
         # The model reads the error at its next turn.
         assert any("refused: no way" in str(m.get("content")) for m in session.history())
-    finally:
-        await session.aclose()
 
 
 async def test_a_hanging_tool_times_out_and_the_server_is_told(tmp_path: Path, marks: Path) -> None:
@@ -125,15 +118,13 @@ async def test_a_hanging_tool_times_out_and_the_server_is_told(tmp_path: Path, m
         call("h", "t__hang", {}),
         "<response>gave up</response>",
     )
-    try:
+    async with session:
         result, events = await run(session)
         assert failures(events)["h"] == "tool 't__hang' timed out after 1 s"
         assert result.answer == "gave up"
         # Had the call reached the server, the SDK's notifications/cancelled stopped it there.
         if read_marks(marks, "hang-started"):
             await wait_for_mark(marks, "hang-cancelled")
-    finally:
-        await session.aclose()
 
 
 async def test_cancelling_the_run_cancels_the_call_at_the_server(
@@ -142,15 +133,13 @@ async def test_cancelling_the_run_cancels_the_call_at_the_server(
     session = session_for(
         tmp_path, [stdio_entry(marks)], call("h", "t__hang", {}, mode="sync"), "<response/>"
     )
-    try:
+    async with session:
         async with anyio.create_task_group() as group:
             group.start_soon(session.run, "go")
             await wait_for_mark(marks, "hang-started")
             group.cancel_scope.cancel()
         await wait_for_mark(marks, "hang-cancelled")
         assert session.last_result is not None and session.last_result.status == "cancelled"
-    finally:
-        await session.aclose()
 
 
 async def test_a_crash_fails_the_call_restarts_once_with_a_warning_then_gives_up(
@@ -166,7 +155,7 @@ async def test_a_crash_fails_the_call_restarts_once_with_a_warning_then_gives_up
         call("x2", "t__crash", {}, mode="sync"),
         "<response>crashed again</response>",
     )
-    try:
+    async with session:
         _, events = await run(session)
         error = failures(events)["x"]
         assert "MCP server 't' crashed during the call to 'crash'" in error
@@ -179,8 +168,6 @@ async def test_a_crash_fails_the_call_restarts_once_with_a_warning_then_gives_up
         with pytest.raises(McpError, match="MCP server 't' crashed again after its restart"):
             await run(session)
         assert "t: crashed, restarted 1×" in mcp_hub(session).describe()
-    finally:
-        await session.aclose()
 
 
 async def test_closing_the_session_stops_the_server_process(tmp_path: Path, marks: Path) -> None:
@@ -190,10 +177,13 @@ async def test_closing_the_session_stops_the_server_process(tmp_path: Path, mark
         call("p", "t__pid", {}, mode="sync"),
         "<response>$p</response>",
     )
-    result, _ = await run(session)
-    pid = int(result.answer)
-    assert psutil.pid_exists(pid)
-    await session.aclose()
+    before = set(asyncio.all_tasks())
+    async with session:
+        result, _ = await run(session)
+        pid = int(result.answer)
+        assert psutil.pid_exists(pid)
+        assert set(asyncio.all_tasks()) - before, "the server's host runs in the session's group"
+    assert set(asyncio.all_tasks()) == before  # the server's host task ended with the session
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert "t: stopped" in mcp_hub(session).describe()
 
@@ -201,11 +191,9 @@ async def test_closing_the_session_stops_the_server_process(tmp_path: Path, mark
 async def test_a_server_that_cannot_start_is_an_error_naming_it(tmp_path: Path) -> None:
     missing = {"name": "ghost", "command": [str(tmp_path / "no-such-server")]}
     session = session_for(tmp_path, [missing], "<response>never</response>")
-    try:
+    async with session:
         with pytest.raises(McpError, match=r"MCP server 'ghost' failed to start: .*no-such-server"):
             await run(session)
-    finally:
-        await session.aclose()
 
 
 async def test_a_server_that_exits_at_once_quotes_its_stderr(tmp_path: Path) -> None:
@@ -214,21 +202,17 @@ async def test_a_server_that_exits_at_once_quotes_its_stderr(tmp_path: Path) -> 
         "command": [sys.executable, "-c", "import sys; sys.exit('no config found')"],
     }
     session = session_for(tmp_path, [dying], "<response>never</response>")
-    try:
+    async with session:
         with pytest.raises(McpError, match=r"MCP server 'dies' failed to start.*no config found"):
             await run(session)
-    finally:
-        await session.aclose()
 
 
 async def test_a_server_with_no_tools_is_an_error_naming_it(tmp_path: Path) -> None:
     empty = {"name": "empty", "command": [sys.executable, str(SERVER), "empty"]}
     session = session_for(tmp_path, [empty], "<response>never</response>")
-    try:
+    async with session:
         with pytest.raises(McpError, match="MCP server 'empty' lists no tools"):
             await run(session)
-    finally:
-        await session.aclose()
 
 
 async def test_confirm_per_tool_and_per_server(tmp_path: Path, marks: Path) -> None:
@@ -238,14 +222,12 @@ async def test_confirm_per_tool_and_per_server(tmp_path: Path, marks: Path) -> N
         call("a", "t__add", {"a": 1, "b": 1}) + call("e", "t__echo", {"text": "free"}),
         "<response>$e</response>",
     )
-    try:
+    async with session:
         result, events = await run(session)
         assert "needs a human's approval" in failures(events)["a"]
         assert result.answer == "free"
         assert session.tools.get("all__echo").confirm and session.tools.get("all__pid").confirm
         assert not session.tools.get("t__echo").confirm
-    finally:
-        await session.aclose()
 
 
 async def test_streamable_http_server(tmp_path: Path, marks: Path, http_url: str) -> None:
@@ -255,12 +237,10 @@ async def test_streamable_http_server(tmp_path: Path, marks: Path, http_url: str
         call("r", "web__add", {"a": 20, "b": 22}) + call("f", "web__fail", {"reason": "over http"}),
         "<response>$r</response>",
     )
-    try:
+    async with session:
         result, events = await run(session)
         assert result.answer == "42"
         assert failures(events)["f"].endswith("refused: over http")
-    finally:
-        await session.aclose()
 
 
 def test_a_manifest_entry_needs_a_command_or_a_url(tmp_path: Path) -> None:

@@ -287,25 +287,40 @@ async def test_fire_and_forget_outlives_the_run_and_is_not_reported(tmp_path: Pa
             "<response>done</response>",
         ]
     )
-    s = session(model, tmp_path)
     seen: list[Any] = []
-    result = await s.run("go", on_event=seen.append)
-    assert result.status == "ok"
-    assert "a1" not in model.requests[1].messages[-1]["content"]
-    assert "late" not in s.variables
-    assert await s.drain(2)
-    assert s.variables["late"] == 1
+    async with session(model, tmp_path) as s:
+        result = await s.run("go", on_event=seen.append)
+        assert result.status == "ok"
+        assert "a1" not in model.requests[1].messages[-1]["content"]
+        assert "late" not in s.variables
+        assert await s.drain(2)
+        assert s.variables["late"] == 1
     assert any(e.type == "action_succeeded" and e.id == "a1" for e in seen)
-    await s.aclose()
+
+
+async def test_without_async_with_the_run_waits_for_its_background_work(tmp_path: Path) -> None:
+    # An unopened session has no group to outlive the run in: the run's own hosts it.
+    model = ScriptedModel(
+        [
+            tool("wait", mode="fire_and_forget", extra='output_key="late"', seconds=0.2, value=1),
+            "<response>done</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    assert not s.is_open
+    result = await s.run("go")
+    assert result.status == "ok"
+    assert s.variables["late"] == 1
 
 
 async def test_aclose_cancels_background_work(tmp_path: Path) -> None:
     model = ScriptedModel([tool("wait", mode="fire_and_forget", seconds=30)])
-    s = session(model, tmp_path)
     seen: list[Any] = []
-    await s.run("go", on_event=seen.append)
-    with anyio.fail_after(1):
-        await s.aclose()
+    with anyio.fail_after(5):
+        async with session(model, tmp_path) as s:
+            await s.run("go", on_event=seen.append)
+            with anyio.fail_after(1):
+                await s.aclose()
     assert any(e.type == "action_cancelled" and e.id == "a1" for e in seen)
 
 
