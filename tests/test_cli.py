@@ -73,6 +73,20 @@ def test_run_that_fails_exits_non_zero(tmp_path: Path) -> None:
     assert "error" in result.stderr
 
 
+def test_a_stuck_run_says_stuck_once(tmp_path: Path) -> None:
+    # The status is the prefix: the message repeated it ("stuck: stuck: the same…").
+    turns = tmp_path / "stuck.jsonl"
+    same = '<action type="tool" id="a">{"name": "nope", "parameters": {}}</action>'
+    turns.write_text(json.dumps({"content": same}) + "\n", encoding="utf-8")
+    turns.write_text(turns.read_text(encoding="utf-8") * 3, encoding="utf-8")
+    result = cli("run", "hi", "--model", f"replay:{turns}")
+    assert result.returncode == 1
+    assert "cortex-kernel run: stuck: the same failing " in result.stderr
+    assert "stuck: stuck" not in result.stderr
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert last["status"] == "stuck" and last["message"].startswith("the same failing ")
+
+
 def test_bench_names_the_benchmarks_it_knows() -> None:
     result = cli("bench", "nope")
     assert result.returncode == 2

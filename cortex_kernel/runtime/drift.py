@@ -110,6 +110,6 @@ class RepeatedFailures:
         if len(body) > 200:
             body = body[:199] + "…"
         return (
-            f"stuck: the same failing {kind} action was written {count} times in this run "
+            f"the same failing {kind} action was written {count} times in this run "
             f"({body}); last error: {error}"
         )

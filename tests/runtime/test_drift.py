@@ -213,7 +213,7 @@ async def test_the_same_failing_action_three_times_is_stuck(
 ) -> None:
     result, _ = await replay(tmp_path, turns)  # a fourth turn would exhaust the replay
     assert result.status == "stuck", result.message
-    assert result.message.startswith("stuck: the same failing ")
+    assert result.message.startswith("the same failing ")  # the status says "stuck"
     assert "written 3 times in this run" in result.message
     assert "last error: " in result.message
     assert len(of_type(result, "turn_started")) == 3
