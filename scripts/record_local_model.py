@@ -62,7 +62,7 @@ def add_llm_answers(path: Path) -> None:
         elif event["type"] == "action_succeeded" and event["id"] in llm_ids:
             turn = {"type": "model_turn", "turn": 0, "llm_call": event["id"]}
             out.append(json.dumps({**turn, "t": event["t"], "content": event["preview"]}))
-        elif event["type"] == "run_finished":
+        elif event["type"] == "run_finished" and event.get("parent") is None:
             llm_ids = set()
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 

@@ -73,6 +73,8 @@ def _absorb(result: TaskResult, run: RunResult) -> str:
     buffer: list[str] | None = None
     actions: dict[str, Any] = {}
     for event in run.events:
+        if getattr(event, "parent", None) is not None:
+            continue  # a sub-agent's event: its turns and answer are not this run's
         kind = getattr(event, "type", "")
         if kind == "turn_started":
             result.turns += 1
@@ -99,7 +101,14 @@ def _absorb(result: TaskResult, run: RunResult) -> str:
             written, buffer = "".join(buffer), None
     usage = run.usage
     if result.first_prompt_tokens == 0:
-        first = next((e for e in run.events if getattr(e, "type", "") == "turn_ended"), None)
+        first = next(
+            (
+                e
+                for e in run.events
+                if getattr(e, "type", "") == "turn_ended" and getattr(e, "parent", None) is None
+            ),
+            None,
+        )
         if first is not None and first.usage is not None:  # type: ignore[union-attr]
             result.first_prompt_tokens = first.usage.prompt_tokens  # type: ignore[union-attr]
     result.prompt_tokens += usage.prompt_tokens

@@ -122,8 +122,7 @@ class RunState:
         }
         self.seq = 0
         self._pending: dict[tuple[Any, ...], Op] = {}
-        self._depth = 0  # nesting of run_started/run_finished: >0 inside a nested run
-        self._nested_parents: list[str | None] = []
+        self._nested_parents: list[str | None] = []  # actions whose nested runs are open
         self._warning_count = 0
         self._tokens_done = 0  # tokens of finished turns
         self._streamed_chars = 0  # text streamed in the current turn (live token estimate)
@@ -210,7 +209,7 @@ class RunState:
         kind = data.get("type", "")
         handler = getattr(self, f"_on_{kind}", None)
         t = data.get("t")
-        if isinstance(t, int | float) and self._depth <= 1:
+        if isinstance(t, int | float) and data.get("parent") is None:
             self._footer_time(float(t))
         if handler is not None:
             handler(data)
@@ -223,25 +222,24 @@ class RunState:
             if self._pending:
                 self._pending[("f",)] = ["f", dict(self.doc["footer"])]
 
-    @property
-    def _nested(self) -> bool:
-        return self._depth > 1
+    @staticmethod
+    def _nested(e: dict[str, Any]) -> bool:
+        # A nested run's events carry the id of the action that runs it
+        # (``nest_event``); the parent's own go on streaming meanwhile.
+        return e.get("parent") is not None
 
     def _on_run_started(self, e: dict[str, Any]) -> None:
-        self._depth += 1
-        if self._depth == 1:
+        if not self._nested(e):
             self._op_run(run_id=e["run_id"], model=e.get("model", ""), message=e["message"])
             return
-        parent = e.get("parent")
+        parent = e["parent"]
         self._nested_parents.append(parent)
-        if parent:
-            self._op_node(parent, subrun=e["run_id"])
+        self._op_node(parent, subrun=e["run_id"])
 
     def _on_run_finished(self, e: dict[str, Any]) -> None:
-        self._depth = max(0, self._depth - 1)
-        if self._depth >= 1:
-            if self._nested_parents:
-                self._nested_parents.pop()
+        if self._nested(e):  # a sub-agent's run ended, not this one
+            if e["parent"] in self._nested_parents:
+                self._nested_parents.remove(e["parent"])
             return
         usage = e.get("usage") or {}
         self._footer(
@@ -260,11 +258,11 @@ class RunState:
         self._op_run(status=e["status"], status_message=e.get("message", ""), answer=answer)
 
     def _on_turn_started(self, e: dict[str, Any]) -> None:
-        if not self._nested:
+        if not self._nested(e):
             self._footer(turns=max(self.doc["footer"]["turns"], int(e["turn"])))
 
     def _on_turn_ended(self, e: dict[str, Any]) -> None:
-        if self._nested:
+        if self._nested(e):
             return
         # A sync action can end the turn inside an unclosed thought: it is over.
         self._close_thoughts()
@@ -294,14 +292,14 @@ class RunState:
             self._footer(tokens=estimate)
 
     def _on_thought_start(self, e: dict[str, Any]) -> None:
-        if self._nested:
+        if self._nested(e):
             return
         self.doc["thoughts"].append({"text": "", "done": False})
         i = len(self.doc["thoughts"]) - 1
         self._op_append(("th", i), ["th", i, "", False], "")
 
     def _on_thought_delta(self, e: dict[str, Any]) -> None:
-        if self._nested:
+        if self._nested(e):
             return
         if not self.doc["thoughts"]:
             self._on_thought_start(e)
@@ -321,7 +319,7 @@ class RunState:
         self._op_append(("th", i), ["th", i, text, False], text)
 
     def _on_thought_end(self, e: dict[str, Any]) -> None:
-        if self._nested or not self.doc["thoughts"]:
+        if self._nested(e) or not self.doc["thoughts"]:
             return
         i = len(self.doc["thoughts"]) - 1
         self.doc["thoughts"][i]["done"] = True
@@ -329,14 +327,14 @@ class RunState:
         self._after_action = False
 
     def _on_text(self, e: dict[str, Any]) -> None:
-        if self._nested or not e["text"]:
+        if self._nested(e) or not e["text"]:
             return
         self._streamed(e["text"])
         self.doc["text"] += e["text"]
         self._op_append(("tx",), ["tx", e["text"]], e["text"])
 
     def _on_response_start(self, e: dict[str, Any]) -> None:
-        if self._nested:
+        if self._nested(e):
             return
         final = bool(e.get("final", True))
         self.doc["responses"].append({"text": "", "final": final, "done": False})
@@ -344,7 +342,7 @@ class RunState:
         self._op_append(("rs", i), ["rs", i, "", final, False], "")
 
     def _on_response_delta(self, e: dict[str, Any]) -> None:
-        if self._nested:
+        if self._nested(e):
             return
         if not self.doc["responses"]:
             self._on_response_start({"final": True})
@@ -355,7 +353,7 @@ class RunState:
         self._op_append(("rs", i), ["rs", i, e["text"], r["final"], False], e["text"])
 
     def _on_response_end(self, e: dict[str, Any]) -> None:
-        if self._nested or not self.doc["responses"]:
+        if self._nested(e) or not self.doc["responses"]:
             return
         i = len(self.doc["responses"]) - 1
         r = self.doc["responses"][i]
@@ -365,7 +363,7 @@ class RunState:
 
     def _on_action_open(self, e: dict[str, Any]) -> None:
         thoughts = self.doc["thoughts"]
-        if not self._nested and thoughts and not thoughts[-1]["done"]:
+        if not self._nested(e) and thoughts and not thoughts[-1]["done"]:
             self._after_action = True
         attrs = e.get("attrs") or {}
         self._op_node(

@@ -179,8 +179,8 @@ def test_nested_run_becomes_a_subtree() -> None:
         RunStarted(t=0, run_id="r", message="m", model="x"),
         ActionQueued(t=0, id="a1", action=outer),
         RunStarted(t=0.1, run_id="r2", message="m", model="x", parent="a1"),
-        ActionQueued(t=0.1, id="a1/a1", action=inner),
-        RunFinished(t=0.2, status="ok"),
+        ActionQueued(t=0.1, id="a1/a1", action=inner, parent="a1"),
+        RunFinished(t=0.2, status="ok", parent="a1"),  # nested events carry their parent
     ]:
         state.apply(event)
     assert state.doc["status"] == "running"  # the nested run's end is not the run's

@@ -97,6 +97,45 @@ async def test_a_sub_agent_runs_nested_and_answers(tmp_path: Path) -> None:
     await again.aclose()
 
 
+async def test_a_sub_agent_beside_the_lead_leaves_the_lead_its_own_run(tmp_path: Path) -> None:
+    # An async sub-agent runs while the lead goes on writing: its events are
+    # nested (marked with their parent), its run_finished is not the lead's,
+    # and the view keeps the lead's thought that streamed meanwhile.
+    critic = turns(tmp_path / "critic.jsonl", *CRITIC_OK)
+    ask = ASK.replace('mode="sync"', 'mode="async"')
+    lead = ReplayModel(
+        turns(
+            tmp_path / "lead.jsonl",
+            f"<thought>asking {ask} and meanwhile I think on</thought>",
+            "<response>The critic: $c</response>",
+        )
+    )
+    s = build_session(
+        lead, manifest=manifest(tmp_path, f"replay:{critic}"), transcript_dir=tmp_path
+    )
+    async with s:
+        result = await s.run("check 2+2")
+    assert result.status == "ok", result.message
+    finished = [(parent(e), e.status) for e in result.events if e.type == "run_finished"]  # type: ignore[union-attr]
+    assert finished == [("c", "ok"), (None, "ok")]
+    assert result.events[-1].type == "run_finished" and parent(result.events[-1]) is None
+    started = [i for i, e in enumerate(result.events) if e.type == "run_started"]
+    nested_start, nested_end = (
+        started[1],
+        next(i for i, e in enumerate(result.events) if e.type == "run_finished"),
+    )
+    inside = result.events[nested_start : nested_end + 1]
+    assert all(parent(e) == "c" for e in inside if e.type in ("run_started", "turn_started"))
+    state = RunState()
+    for event in result.events:
+        state.apply(event)
+        if event.type == "run_finished" and parent(event) == "c":
+            assert not state.finished  # the sub-agent ended, not the lead
+    assert state.doc["thoughts"][0]["text"] == "asking  and meanwhile I think on"
+    assert state.doc["status"] == "ok"
+    assert state.doc["nodes"]["c"].get("subrun")
+
+
 async def test_a_failing_sub_agent_fails_the_action(tmp_path: Path) -> None:
     critic = turns(tmp_path / "critic.jsonl", CRITIC_OK[0])  # runs out of turns: a model error
     lead = ReplayModel(turns(tmp_path / "lead.jsonl", ASK, "<response>no luck</response>"))
