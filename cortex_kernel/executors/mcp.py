@@ -103,6 +103,13 @@ class _Call:
     scope: anyio.CancelScope | None = None
     abandoned: bool = False
 
+    @property
+    def described(self) -> str:
+        """What the call is, for an error message."""
+        if self.uri is not None:
+            return f"the read of resource '{self.uri}'"
+        return f"the call to '{self.tool}'"
+
     def cancel(self) -> None:
         self.abandoned = True
         if self.scope is not None:
@@ -363,8 +370,7 @@ class McpServer:
                 await lost.wait()  # the process's exit reaches stderr and the relay
             what = "stopped" if self._stop.is_set() else "crashed"
             call.error = McpError(
-                f"MCP server '{self.name}' {what} during the call to '{call.tool}' "
-                f"({self._stderr_tail()})"
+                f"MCP server '{self.name}' {what} during {call.described} ({self._stderr_tail()})"
             )
         call.done.set()
 

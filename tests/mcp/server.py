@@ -105,6 +105,13 @@ def broken() -> str:
     raise ValueError("the note is unreadable")
 
 
+@server.resource("notes://crash")
+def crashing_note() -> str:
+    """Kill this server's process while a resource is read."""
+    print("crashing on a read", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
 if __name__ == "__main__":
     if _args[:1] == ["empty"]:
         MCPServer("no-tools").run("stdio")

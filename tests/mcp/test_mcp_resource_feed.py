@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cortex_kernel.agent import build_session
+from cortex_kernel.agent import build_session, mcp_hub
+from cortex_kernel.exceptions import ToolError
 from cortex_kernel.manifest import FeedSpec
 from tests.runtime.test_internal_actions import Recording, system
 
@@ -43,6 +44,21 @@ async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
         assert "## note" in prompt and "note of the day: ship it" in prompt
         bad = prompt[prompt.index("## bad") :]
         assert "(unavailable: " in bad and "Error reading resource notes://broken" in bad
+
+
+async def test_a_read_that_crashes_the_server_names_the_resource(
+    tmp_path: Path, marks: Path
+) -> None:
+    manifest = write_manifest(tmp_path, [stdio_entry(marks)], "<response>done</response>")
+    session = build_session(manifest=manifest, transcript_dir=tmp_path)
+    async with session:
+        assert (await session.run("go")).status == "ok"  # the run's start starts the server
+        with pytest.raises(ToolError) as caught:
+            await mcp_hub(session).read_resource("t", "notes://crash")
+    message = str(caught.value)
+    assert "MCP server 't' crashed during the read of resource 'notes://crash'" in message
+    assert "crashing on a read" in message  # the server's stderr
+    assert "''" not in message
 
 
 def test_the_source_needs_a_server_and_a_uri() -> None:
