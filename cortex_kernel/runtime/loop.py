@@ -43,6 +43,7 @@ from ..protocol.parser_events import (
     ResponseStart,
     Text,
     ThoughtDelta,
+    Warning,
 )
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer
@@ -178,6 +179,9 @@ class RunContext:
         Nesting depth (0 for a cell's run; an ``agent`` action's run is deeper).
     catalog
         The ``agents``, ``relics`` and ``workflows`` the prompt lists.
+    notices
+        Warnings from before the run (an MCP server restarted since the last
+        run): each becomes a ``warning`` event right after ``run_started``.
     """
 
     model: Model
@@ -201,6 +205,7 @@ class RunContext:
     clear_history: Callable[[], None] = _ignore
     depth: int = 0
     catalog: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notices: tuple[str, ...] = ()
 
 
 class Run:
@@ -291,6 +296,8 @@ class Run:
                 model=getattr(self.model, "name", type(self.model).__name__),
             )
         )
+        for notice in self.context.notices:
+            self.emit(Warning(span=(0, 0), t=self.clock(), message=notice))
         status: RunStatus = "ok"
         message = ""
         answer = ""

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
@@ -205,9 +204,9 @@ class Session:
         """
         run_id = uuid.uuid4().hex[:12]
         background = self._bg
+        notices: list[str] = []  # e.g. an MCP server restarted: warning events of the run
         for source in self.tool_sources:
-            for warning in await source.prepare(self.tools, background):
-                warnings.warn(warning, UserWarning, stacklevel=2)
+            notices.extend(await source.prepare(self.tools, background))
         folder = (
             self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
         )
@@ -233,6 +232,7 @@ class Session:
             clear_history=self.reset,
             depth=depth,
             catalog=self.catalog,
+            notices=tuple(notices),
         )
         run = Run(
             context,

@@ -160,8 +160,11 @@ async def test_a_crash_fails_the_call_restarts_once_with_a_warning_then_gives_up
         error = failures(events)["x"]
         assert "MCP server 't' crashed during the call to 'crash'" in error
         assert "crashing on request" in error  # the server's stderr
-        with pytest.warns(UserWarning, match=r"MCP server 't' crashed; restarted it"):
-            result, _ = await run(session)
+        result, events = await run(session)  # a run event the view and transcript show
+        notices = [e.message for e in events if e.type == "warning"]  # type: ignore[union-attr]
+        assert any("MCP server 't' crashed; restarted it" in n for n in notices), notices
+        assert result.transcript is not None
+        assert "crashed; restarted it" in result.transcript.read_text(encoding="utf-8")
         first, second = await wait_for_mark(marks, "started")
         assert result.answer == second != first
         await run(session)
