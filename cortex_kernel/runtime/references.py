@@ -72,13 +72,18 @@ def _parse_path(path: str) -> tuple[PathStep, ...]:
     return tuple(steps)
 
 
+def _reference(match: re.Match[str]) -> Reference:
+    """The reference a ``_REFERENCE`` match names (any match but ``$$``)."""
+    braced = match.group(1) is not None
+    name = match.group(1) if braced else match.group(3)
+    path = match.group(2) if braced else match.group(4)
+    return Reference(name, _parse_path(path or ""), match.group(0), match.start(), match.end())
+
+
 def _iter_string(text: str) -> Iterator[Reference]:
     for match in _REFERENCE.finditer(text):
-        if match.group(0) == "$$":
-            continue
-        name = match.group(1) or match.group(3)
-        path = match.group(2) if match.group(1) is not None else match.group(4)
-        yield Reference(name, _parse_path(path or ""), match.group(0), match.start(), match.end())
+        if match.group(0) != "$$":
+            yield _reference(match)
 
 
 def find_references(value: Any) -> list[Reference]:
@@ -214,10 +219,7 @@ def _substitute_string(text: str, lookup: Callable[[str], Any]) -> Any:
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
-        name = match.group(1) or match.group(3)
-        path = match.group(2) if match.group(1) is not None else match.group(4)
-        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
-        return _as_text(_lookup_reference(ref, lookup))
+        return _as_text(_lookup_reference(_reference(match), lookup))
 
     return _REFERENCE.sub(replace, text)
 
@@ -266,11 +268,8 @@ def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
-        name = match.group(1) or match.group(3)
-        path = match.group(2) if match.group(1) is not None else match.group(4)
-        ref = Reference(name, _parse_path(path or ""), match.group(0), 0, 0)
         try:
-            return _as_text(_lookup_reference(ref, lookup))
+            return _as_text(_lookup_reference(_reference(match), lookup))
         except ReferenceError_:
             return match.group(0)
 
