@@ -38,7 +38,9 @@ def session_for(server: FakeOpenAI, tmp_path: Path, **options: object) -> Sessio
 
 
 async def test_a_two_turn_run_with_a_sync_cut(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.stream(TURN_1 + " trailing text the model should not have written" * 20, delay=0.002)
+    # A tail long enough (~5 s of chunks) that the server cannot finish it before
+    # the client cuts at </action>, however loaded the machine is.
+    server.stream(TURN_1 + " trailing text the model should not have written" * 400, delay=0.002)
     server.stream(TURN_2, usage=(100, 10))
     session = session_for(server, tmp_path, name="openai/gpt-4o-mini")
     result = await session.run("set x")
