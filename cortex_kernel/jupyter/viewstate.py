@@ -207,12 +207,27 @@ class RunState:
         """Fold one event (a pydantic event model, or its dict) into the state."""
         data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
         kind = data.get("type", "")
+        if data.get("parent") and kind.startswith("action_"):
+            self._adopt_parent(data["parent"], data)
         handler = getattr(self, f"_on_{kind}", None)
         t = data.get("t")
         if isinstance(t, int | float) and data.get("parent") is None:
             self._footer_time(float(t))
         if handler is not None:
             handler(data)
+
+    def _adopt_parent(self, parent: str, e: dict[str, Any]) -> None:
+        # Actions run for something that is no action of this run (a context
+        # feed's workflow: parent ``feed.ID``) get a node for it, so they nest
+        # under it as a sub-agent's actions nest under its action.
+        node = self.doc["nodes"].get(parent)
+        if node is None:
+            outer = parent.rsplit("/", 1)[0] if "/" in parent else None
+            kind = "feed" if parent.startswith("feed.") else ""
+            self._op_node(parent, type=kind, mode="", parent=outer, state="running", t0=e.get("t"))
+        elif node["type"] == "feed" and node["state"] != "running" and e["type"] == "action_queued":
+            # A periodic feed's next refresh: the node shows the latest one.
+            self._op_node(parent, state="running", t0=e.get("t"), t1=None, preview="", error="")
 
     def _footer_time(self, t: float) -> None:
         if t > self.doc["footer"]["seconds"]:
@@ -446,6 +461,18 @@ class RunState:
         state = "running" if e.get("approved") else node.get("state", "running")
         self._op_node(e["id"], state=state, approval=approval)
 
+    def _on_feed_updated(self, e: dict[str, Any]) -> None:
+        # Only a feed whose fetch ran actions has a node (see _adopt_parent).
+        node_id = f"feed.{e['feed_id']}"
+        node = self.doc["nodes"].get(node_id)
+        if node is None or node["type"] != "feed":
+            return
+        if e.get("error"):
+            self._op_node(node_id, state="failed", t1=e["t"], preview="", error=_clip(e["error"]))
+            return
+        preview = f"{e.get('chars', 0)} characters" + (" (truncated)" if e.get("truncated") else "")
+        self._op_node(node_id, state="succeeded", t1=e["t"], preview=preview, error="")
+
     def _on_variable_bound(self, e: dict[str, Any]) -> None:
         entry = {"type": e.get("type_name", ""), "preview": _clip(e.get("preview", ""), 120)}
         self.doc["variables"][e["name"]] = entry
@@ -612,7 +639,8 @@ class TerminalView:
 
     A terminal prints a display once (``Cortex run [running]``) and ignores
     its updates, so the changes are printed instead: one line per action
-    state change, then the final :func:`render_text`.
+    state change (and per refresh of a feed drawn in the tree), indented as
+    in :func:`render_text`, then the final :func:`render_text`.
 
     Parameters
     ----------
@@ -631,9 +659,16 @@ class TerminalView:
     def push(self, event: Any) -> None:
         """Print the line of the action ``event`` changed (after the state took it)."""
         data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
-        node = self.state.doc["nodes"].get(data.get("id"))
-        if data.get("type") in self._SHOWN and node is not None:
-            print(_text_line(node, 1), flush=True)
+        kind = data.get("type")
+        nodes = self.state.doc["nodes"]
+        node_id = f"feed.{data.get('feed_id')}" if kind == "feed_updated" else data.get("id")
+        node = nodes.get(node_id)
+        if node is None or (kind not in self._SHOWN and kind != "feed_updated"):
+            return
+        depth, parent = 1, node.get("parent")
+        while parent in nodes and depth <= len(nodes):  # bounded: a parent loop ends
+            depth, parent = depth + 1, nodes[parent].get("parent")
+        print(_text_line(node, depth), flush=True)
 
     def finish(self) -> None:
         """Print the final state."""

@@ -10,10 +10,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from cortex_kernel.agent import build_session
 from cortex_kernel.jupyter.view import widgets_dir
-from cortex_kernel.jupyter.viewstate import RunState, render_html, render_markdown, render_text
+from cortex_kernel.jupyter.viewstate import (
+    RunState,
+    TerminalView,
+    render_html,
+    render_markdown,
+    render_text,
+)
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
 from cortex_kernel.protocol.parser_events import (
     ActionParsed,
@@ -29,6 +37,7 @@ from cortex_kernel.runtime.run_events import (
     ActionQueued,
     ActionStarted,
     ActionSucceeded,
+    FeedUpdated,
     RunFinished,
     RunStarted,
     TurnEnded,
@@ -112,6 +121,11 @@ def test_pending_ops_are_merged_per_target() -> None:
 
 def test_replaying_ops_rebuilds_the_document() -> None:
     """widgets/view.js itself, applying every batch under node, rebuilds the same document."""
+    assert_view_js_rebuilds(run_events())
+
+
+def assert_view_js_rebuilds(events: list[Any]) -> None:
+    """Fold ``events``; view.js's applyOps, fed each batch of ops, ends at the same doc."""
     node = shutil.which("node")
     if node is None:
         if os.environ.get("CI"):
@@ -120,7 +134,7 @@ def test_replaying_ops_rebuilds_the_document() -> None:
     state = RunState()
     start = json.loads(json.dumps(state.doc))
     batches: list[list[Any]] = []
-    for event in run_events():
+    for event in events:
         state.apply(event)
         batches.append(state.take_ops())
     with tempfile.TemporaryDirectory() as folder:
@@ -186,3 +200,84 @@ def test_nested_run_becomes_a_subtree() -> None:
     assert state.doc["status"] == "running"  # the nested run's end is not the run's
     assert state.doc["nodes"]["a1/a1"]["parent"] == "a1"
     assert "    ○ a1/a1 llm p: queued" in render_text(state.doc)
+
+
+def feed_workflow_run(tmp_path: Path) -> list[dict[str, Any]]:
+    """The transcript of a real replay run whose two context feeds run workflows."""
+    from tests.runtime.test_feeds import WORKFLOW_MANIFEST  # totals (ok), wrecked (fails)
+
+    turns = tmp_path / "lead.jsonl"
+    turns.write_text(json.dumps({"content": "<response>ok</response>"}) + "\n", encoding="utf-8")
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(WORKFLOW_MANIFEST + f"model: 'replay:{turns}'\n", encoding="utf-8")
+
+    async def run() -> Path:
+        session = build_session(manifest=manifest, transcript_dir=tmp_path)
+        try:
+            result = await session.run("go")
+        finally:
+            await session.aclose()
+        assert result.status == "ok", result.message
+        assert result.transcript is not None
+        return result.transcript
+
+    transcript = anyio.run(run)
+    lines = transcript.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if '"model_turn"' not in line]
+
+
+def test_a_feeds_workflow_steps_nest_under_the_feed(tmp_path: Path) -> None:
+    """A workflow feed's steps (parent ``feed.ID``, no action of the run) draw under the feed."""
+    events = feed_workflow_run(tmp_path)
+    # The transcript keeps the steps' events, with their parent.
+    assert {e.get("parent") for e in events if e["type"] == "action_started"} == {
+        "feed.totals",
+        "feed.wrecked",
+    }
+    state = RunState()
+    for event in events:
+        state.apply(event)
+    assert render_text(state.doc).splitlines() == [
+        "Cortex run [ok]",
+        "  ✓ feed.totals feed: succeeded",
+        "    ✓ feed.totals/first tool add (async): succeeded",
+        "    ✓ feed.totals/total tool add (async): succeeded <- feed.totals/first",
+        "  ✗ feed.wrecked feed: failed",
+        "    ✗ feed.wrecked/bad tool explode (async): failed",
+    ]
+    totals, wrecked = state.doc["nodes"]["feed.totals"], state.doc["nodes"]["feed.wrecked"]
+    assert totals["preview"] == "13 characters" and totals["t1"] >= totals["t0"]
+    assert "failed at step 'bad'" in wrecked["error"]
+    md = render_markdown(state.doc)
+    assert "\n  - ✓ `feed.totals/first tool add (async)`" in md
+    html = render_html(state.doc)
+    assert html.index("feed.totals feed") < html.index("feed.totals/first") < html.index("</ul>")
+    assert_view_js_rebuilds(events)
+
+
+def test_a_periodic_feeds_next_refresh_runs_its_node_again() -> None:
+    step = Action(id="feed.f/s", type=ActionType.TOOL, body={"name": "t"})
+    state = RunState()
+    for t, error in ((0.1, None), (0.3, "boom")):
+        state.apply(ActionQueued(t=t, id="feed.f/s", action=step, parent="feed.f"))
+        assert state.doc["nodes"]["feed.f"]["state"] == "running"
+        assert state.doc["nodes"]["feed.f"]["t0"] == t
+        state.apply(FeedUpdated(t=t + 0.1, feed_id="f", chars=3, error=error))
+    assert state.doc["nodes"]["feed.f"]["state"] == "failed"
+    assert state.doc["order"] == ["feed.f", "feed.f/s"]
+    # A feed whose fetch ran no action stays out of the tree.
+    state.apply(FeedUpdated(t=1.0, feed_id="clock", chars=20))
+    assert "feed.clock" not in state.doc["nodes"]
+
+
+def test_terminal_lines_are_indented_as_the_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = RunState()
+    terminal = TerminalView(state)
+    for event in feed_workflow_run(tmp_path):
+        state.apply(event)
+        terminal.push(event)
+    lines = capsys.readouterr().out.splitlines()
+    assert "    ✓ feed.totals/first tool add (async): succeeded" in lines
+    assert "  ✓ feed.totals feed: succeeded" in lines
