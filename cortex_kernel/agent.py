@@ -17,11 +17,13 @@ from typing import Any
 from .exceptions import ConfigError, CortexError
 from .executors import INTERNAL_ACTIONS, default_executors
 from .executors.approval import Approver
+from .executors.dask_backend import DaskBackend
 from .executors.mcp import McpServerConfig
 from .executors.mcp_hub import McpHub
 from .executors.relic import RelicExecutor, RelicRegistry
 from .executors.relic_base import RelicPlace
 from .executors.subagent import AgentExecutor
+from .executors.tool import ToolExecutor
 from .executors.workflow import WorkflowExecutor
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
@@ -187,6 +189,7 @@ def _configure(
     session.read_notebook = session.read_notebook or spec.read_notebook
     session.llm_models = frozenset(spec.llm_models)
     build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
+    _tool_backends(session, spec, namespace)
     if spec.mcp_servers:
         hub = mcp_hub(session, base)
         for server in spec.mcp_servers:
@@ -225,6 +228,23 @@ def _relics(
     session.relics = relics
     session.executors[ActionType.RELIC] = RelicExecutor(relics, names)
     session.catalog["relics"] = relics.catalog(names)
+
+
+def _tool_backends(session: Session, spec: AgentManifest, namespace: Any) -> None:
+    """Python tools on a Dask cluster: the backend connects on the first call that needs it."""
+    executor = session.executors.get(ActionType.TOOL)
+    if not isinstance(executor, ToolExecutor):
+        return  # replaced by the caller: it decides where tools run
+    settings = spec.executor
+    backend = DaskBackend(
+        settings.address,
+        keep_on_cluster=settings.keep_bytes,
+        connect_timeout=settings.connect_timeout,
+        namespace=namespace,
+    )
+    executor.backends[backend.name] = backend
+    executor.default = settings.kind
+    session.services.append(backend)  # its client is closed with the session
 
 
 def mcp_hub(session: Session, base: Path | None = None) -> McpHub:

@@ -65,6 +65,7 @@ __all__ = [
     "DockerSettings",
     "DockerTool",
     "ExecutorSettings",
+    "ExecutorSpec",
     "FeedSpec",
     "FilesBuiltin",
     "LimitsSpec",
@@ -139,6 +140,9 @@ class CallableTool(_ToolBase):
     """A Python function ``module:function``; its schema comes from its type hints."""
 
     callable: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    executor: Literal["local", "dask"] | None = Field(
+        default=None, description="where it runs: local (the kernel) or dask; none: executor.kind"
+    )
 
 
 class CommandTool(_ToolBase):
@@ -271,6 +275,40 @@ class ExecutorSettings(_Strict):
     docker: DockerSettings = DockerSettings()
     max_output_bytes: int = Field(default=10_000_000, ge=1)
     preview_chars: int = Field(default=2000, ge=1)
+
+
+class ExecutorSpec(_Strict):
+    """Where Python tools run by default: in the kernel, or on a Dask cluster.
+
+    ``executor: dask`` is short for ``{kind: dask}``. With no ``address`` the
+    cluster is ``$CORTEX_DASK_ADDRESS``, else a ``distributed.Client`` made in
+    the notebook, else distributed's default client.
+    """
+
+    kind: Literal["local", "dask"] = "local"
+    address: str | None = Field(
+        default=None,
+        pattern=r"^(tcp|tls|ucx|ws|wss|inproc)://",
+        description="the Dask scheduler, e.g. tcp://10.0.0.5:8786",
+    )
+    keep_on_cluster: str | None = Field(
+        default="16m",
+        pattern=_MEMORY,
+        description="results larger than this stay on the cluster (the variable holds a "
+        "future with a preview); null: always bring them back",
+    )
+    connect_timeout: float = Field(default=10.0, gt=0, description="seconds")
+
+    @property
+    def keep_bytes(self) -> int | None:
+        """``keep_on_cluster`` in bytes."""
+        if self.keep_on_cluster is None:
+            return None
+        text = self.keep_on_cluster.lower()
+        units = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+        if text[-1] in units:
+            return int(text[:-1]) * units[text[-1]]
+        return int(text)
 
 
 class McpServerSpec(_Strict):
@@ -582,6 +620,10 @@ class AgentManifest(_Strict):
         description="models an llm action may name besides the agent's own",
     )
     limits: LimitsSpec = LimitsSpec()
+    executor: ExecutorSpec = Field(
+        default=ExecutorSpec(),
+        description="where Python tools run by default: local, or dask ({kind: dask, address})",
+    )
     executors: ExecutorSettings = ExecutorSettings()
 
     @field_validator("model", mode="before")
@@ -589,6 +631,12 @@ class AgentManifest(_Strict):
     def _model_string(cls, value: Any) -> Any:
         # `model: openai/gpt-4o` is the common case; the mapping form adds options.
         return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_string(cls, value: Any) -> Any:
+        # `executor: dask` is short for `executor: {kind: dask}`.
+        return {"kind": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _unique_tools(self) -> AgentManifest:

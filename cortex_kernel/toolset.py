@@ -62,6 +62,7 @@ def _callable_tool(spec: CallableTool, where: str) -> Tool:
         source=where,
         confirm=spec.confirm,
         timeout=spec.timeout,
+        executor=spec.executor,
     )
 
 

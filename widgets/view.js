@@ -257,6 +257,15 @@ function renderNode(node, children, store, depth) {
   const mode = node.mode && node.mode !== "sync"
     ? `<span class="cortex-mode">${escapeHtml(node.mode)}</span>` : "";
   const key = node.key ? `<span class="cortex-key">→ ${escapeHtml(node.key)}</span>` : "";
+  // Where a cluster ran it; a lost worker's call that Dask ran again shows as a retry.
+  const where = node.where
+    ? `<span class="cortex-where" title="${escapeHtml(node.backend || "")}">on ${escapeHtml(node.where)}</span>`
+    : "";
+  const retried = node.moved_from
+    ? `<span class="cortex-retry" title="worker ${escapeHtml(node.moved_from)} was lost">↻ retried after worker ${escapeHtml(node.moved_from)} was lost</span>`
+    : "";
+  const attempt = node.attempt > 1
+    ? `<span class="cortex-retry">attempt ${Number(node.attempt)}</span>` : "";
   const elapsed = elapsedOf(node, store);
   row.innerHTML =
     `<span class="cortex-icon">${ICONS[node.state] || "?"}</span>` +
@@ -264,7 +273,7 @@ function renderNode(node, children, store, depth) {
     `<span class="cortex-type">${escapeHtml(node.type || "")}</span>` +
     `<span class="cortex-name">${escapeHtml(node.name || "")}</span>` +
     mode + deps + key +
-    `<span class="cortex-state">${escapeHtml(node.state)}</span>` +
+    `<span class="cortex-state">${escapeHtml(node.state)}</span>` + attempt + where + retried +
     `<span class="cortex-elapsed" data-id="${escapeHtml(node.id)}">${elapsed === null ? "" : fmtSeconds(elapsed)}</span>`;
   li.appendChild(row);
   const detail = node.error || node.preview;
@@ -366,6 +375,16 @@ function draw(el, store, ui) {
     div.className = "cortex-run-error";
     div.textContent = `${doc.status}: ${doc.status_message}`;
     el.appendChild(div);
+  }
+
+  if (doc.dashboard) {
+    const link = document.createElement("a");
+    link.className = "cortex-dashboard";
+    link.href = doc.dashboard;
+    link.target = "_blank";
+    link.rel = "noopener";
+    link.textContent = "Dask dashboard";
+    el.appendChild(link);
   }
 
   const f = doc.footer;

@@ -4,11 +4,15 @@ Parameters are validated against the tool's schema before anything runs (a
 bad one fails the action with a message naming the parameter, which goes
 back to the model). A tool marked ``confirm: true`` then waits for the
 context's approver (see :mod:`.approval`); with none, the call is refused.
+
+Python tools run in the kernel (``local``) or on a :class:`ToolBackend`
+(``dask``): the tool's own ``executor``, else the agent's default. Where a
+backend runs a call is reported as ``action_placed`` events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -16,9 +20,9 @@ import anyio
 
 from ..exceptions import ToolError
 from ..protocol.models import Action
-from ..runtime.ports import ExecutionContext, Executor
-from ..runtime.run_events import ActionLog, ApprovalDecided, ApprovalRequested
-from ..runtime.tools import unknown_tool_message
+from ..runtime.ports import ExecutionContext, Executor, ToolBackend
+from ..runtime.run_events import ActionLog, ActionPlaced, ApprovalDecided, ApprovalRequested
+from ..runtime.tools import Tool, unknown_tool_message
 from .approval import ApprovalRequest, Approver
 
 __all__ = ["ToolExecutor", "log_stderr"]
@@ -36,7 +40,42 @@ def log_stderr(text: str) -> None:
 
 
 class ToolExecutor(Executor):
-    """Runs ``{"name", "parameters"}`` against the session's :class:`ToolRegistry`."""
+    """Runs ``{"name", "parameters"}`` against the session's :class:`ToolRegistry`.
+
+    Parameters
+    ----------
+    backends
+        Where Python tools may run besides the kernel, by name (``dask``).
+    default
+        Where a Python tool that names no executor runs (``local`` or a backend's name).
+    """
+
+    def __init__(
+        self, backends: Mapping[str, ToolBackend] | None = None, default: str = "local"
+    ) -> None:
+        self.backends: dict[str, ToolBackend] = dict(backends or {})
+        self.default = default
+
+    def backend_for(self, tool: Tool) -> ToolBackend | None:
+        """The backend ``tool`` runs on (``None``: in the kernel).
+
+        Raises
+        ------
+        ToolError
+            The tool (or the default) names a backend this session does not have.
+        """
+        if tool.kind != "python":
+            return None  # commands, containers and built-ins run where they are
+        chosen = tool.executor or self.default
+        if chosen == "local":
+            return None
+        backend = self.backends.get(chosen)
+        if backend is None:
+            raise ToolError(
+                f"tool '{tool.name}' runs on executor '{chosen}', which this session does not "
+                f"have (available: local{''.join(', ' + b for b in sorted(self.backends))})"
+            )
+        return backend
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
         """Unknown or missing tool names are an ``action_error`` (naming the closest tools)."""
@@ -58,13 +97,43 @@ class ToolExecutor(Executor):
         _STDERR.set(
             lambda text: context.emit(ActionLog(t=context.clock(), id=action_id, text=text))
         )
+        backend = self.backend_for(tool)
         if tool.kind == "python" and tool.timeout is not None:
             try:
                 with anyio.fail_after(tool.timeout):
-                    return await tool.invoke(arguments)
+                    return await self._call(tool, arguments, backend, action_id, context)
             except TimeoutError:
                 raise ToolError(f"tool '{tool.name}' timed out after {tool.timeout:g} s") from None
-        return await tool.invoke(arguments)
+        return await self._call(tool, arguments, backend, action_id, context)
+
+    async def _call(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        backend: ToolBackend | None,
+        action_id: str,
+        context: ExecutionContext,
+    ) -> Any:
+        if backend is None:
+            return await tool.invoke(arguments)
+        placements = 0
+
+        def report(where: str, moved_from: str | None) -> None:
+            nonlocal placements
+            placements += 1
+            context.emit(
+                ActionPlaced(
+                    t=context.clock(),
+                    id=action_id,
+                    backend=backend.name,
+                    where=where,
+                    dashboard=backend.dashboard(),
+                    moved_from=moved_from,
+                    placement=placements,
+                )
+            )
+
+        return await backend.call(tool, arguments, report)
 
     async def _approve(
         self,

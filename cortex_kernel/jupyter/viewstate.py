@@ -447,6 +447,19 @@ class RunState:
     def _on_action_cancelled(self, e: dict[str, Any]) -> None:
         self._op_node(e["id"], state="cancelled", t1=e["t"], error=e.get("reason", "cancelled"))
 
+    def _on_action_placed(self, e: dict[str, Any]) -> None:
+        # Where a cluster runs the action; a second placement is a retry after a lost worker.
+        fields: dict[str, Any] = {"where": e.get("where", ""), "backend": e.get("backend", "")}
+        if e.get("moved_from"):
+            fields["moved_from"] = e["moved_from"]
+            fields["placement"] = e.get("placement", 2)
+        dashboard = e.get("dashboard")
+        if dashboard:
+            fields["dashboard"] = dashboard
+            if self.doc.get("dashboard") != dashboard:
+                self._op_run(dashboard=dashboard)
+        self._op_node(e["id"], **fields)
+
     def _on_approval_requested(self, e: dict[str, Any]) -> None:
         # The exact parameters, as the tool will get them, for the user to judge.
         shown = json.dumps(e.get("parameters", {}), ensure_ascii=False, indent=1, default=str)
@@ -506,9 +519,19 @@ def _node_label(node: dict[str, Any]) -> str:
     return label
 
 
+def _placement(node: dict[str, Any]) -> str:
+    """`` on tcp://…`` (and the lost worker it ran on before), or ``""``."""
+    if not node.get("where"):
+        return ""
+    text = f" on {node['where']}"
+    if node.get("moved_from"):
+        text += f" (retried after worker {node['moved_from']} was lost)"
+    return text
+
+
 def _text_line(node: dict[str, Any], depth: int) -> str:
     icon = STATE_ICONS.get(node["state"], "?")
-    line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}"
+    line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}{_placement(node)}"
     if node.get("deps"):
         line += f" <- {', '.join(node['deps'])}"
     if (node.get("approval") or {}).get("decision"):
@@ -550,6 +573,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for node in tree.get(parent, []):
             icon = STATE_ICONS.get(node["state"], "?")
             item = f"{'  ' * depth}- {icon} `{_node_label(node)}` — {node['state']}"
+            item += _placement(node)
             if (node.get("approval") or {}).get("decision"):
                 item += f" [{node['approval']['decision']}]"
             if node.get("deps"):
@@ -599,6 +623,8 @@ def render_html(doc: dict[str, Any]) -> str:
         for node in children:
             icon = STATE_ICONS.get(node["state"], "?")
             line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
+            if node.get("where"):
+                line += f" <small>{esc(_placement(node).strip())}</small>"
             if (node.get("approval") or {}).get("decision"):
                 line += f" <b>[{esc(node['approval']['decision'])}]</b>"
             if node.get("deps"):
@@ -624,6 +650,9 @@ def render_html(doc: dict[str, Any]) -> str:
             out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
+    if doc.get("dashboard"):
+        link = esc(doc["dashboard"], quote=True)
+        out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
     cost = footer["cost"]
     cost_text = "n/a" if cost is None else f"${cost:.4f}"
     out.append(

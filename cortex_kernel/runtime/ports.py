@@ -33,6 +33,11 @@ Executors
     ``action_error``: the action never runs). Types with no executor
     (``agent``, ``relic``, ``workflow`` until a manifest defines them) are
     rejected with a message that says so.
+Tool backends
+    A :class:`ToolBackend` runs Python tools somewhere else than the
+    kernel's threads (``cortex_kernel.executors.dask_backend``: a Dask
+    cluster). The tool executor hands it the validated call and a
+    :data:`PlacementReport` to say where the work runs.
 Tool sources
     A :class:`ToolSource` brings tools from outside the process (MCP
     servers, ``cortex_kernel.executors.mcp``): the session asks it to start
@@ -58,7 +63,7 @@ from ..exceptions import ConfigError, UnknownActionError
 from ..protocol.models import Action, ActionType
 from .feeds import FeedRegistry
 from .run_events import Usage
-from .tools import ToolRegistry
+from .tools import Tool, ToolRegistry
 from .variables import VariableStore
 
 __all__ = [
@@ -71,10 +76,12 @@ __all__ = [
     "Message",
     "Model",
     "ModelResolver",
+    "PlacementReport",
     "PromptBuilder",
     "PromptContext",
     "ProtocolName",
     "Service",
+    "ToolBackend",
     "ToolCall",
     "ToolSource",
     "protocol_named",
@@ -221,6 +228,39 @@ class Service(Protocol):
 
     async def aclose(self) -> None:
         """Stop everything it started."""
+        ...
+
+
+#: ``report(where, moved_from)``: the call runs on ``where`` (a worker's
+#: address); ``moved_from`` names the lost worker it ran on before, if any.
+PlacementReport = Callable[[str, "str | None"], None]
+
+
+class ToolBackend(Protocol):
+    """Runs Python tool calls away from the kernel (a cluster), awaited without blocking it.
+
+    Attributes
+    ----------
+    name
+        What manifests and ``@tool(executor=…)`` call it (``dask``).
+    """
+
+    name: str
+
+    async def call(self, tool: Tool, arguments: dict[str, Any], report: PlacementReport) -> Any:
+        """Run ``tool`` with validated ``arguments``; return its result.
+
+        Cancelling the caller cancels the remote work. Failures raise
+        :class:`~cortex_kernel.exceptions.ToolError` (or the tool's own error).
+        """
+        ...
+
+    def dashboard(self) -> str | None:
+        """A link to watch the work (the cluster's dashboard), if there is one."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection (the cluster itself keeps running)."""
         ...
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "ActionCancelled",
     "ActionFailed",
     "ActionLog",
+    "ActionPlaced",
     "ActionQueued",
     "ActionSkipped",
     "ActionStarted",
@@ -188,6 +189,23 @@ class ActionLog(RuntimeEventBase):
     text: str
 
 
+class ActionPlaced(RuntimeEventBase):
+    """Where a running action's work is: a worker of a cluster (``backend`` ``dask``).
+
+    A second placement of the same call (``moved_from`` set) means the
+    worker running it was lost and the cluster ran it again elsewhere: the
+    view shows it as a retry.
+    """
+
+    type: Literal["action_placed"] = "action_placed"
+    id: str
+    backend: str
+    where: str
+    dashboard: str | None = None
+    moved_from: str | None = None
+    placement: int = 1  # 1 for the first worker, 2 after one was lost…
+
+
 class ApprovalRequested(RuntimeEventBase):
     """A tool marked ``confirm: true`` waits for a human; ``parameters`` are exactly what runs."""
 
@@ -264,6 +282,7 @@ RuntimeEvent = Annotated[
     | ActionSkipped
     | ActionCancelled
     | ActionLog
+    | ActionPlaced
     | ApprovalRequested
     | ApprovalDecided
     | VariableBound
@@ -284,6 +303,7 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "action_skipped",
     "action_cancelled",
     "action_log",
+    "action_placed",
     "approval_requested",
     "approval_decided",
     "variable_bound",

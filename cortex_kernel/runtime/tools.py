@@ -67,6 +67,9 @@ class Tool:
     #: Seconds per call, or ``None``.
     timeout: float | None = None
     labels: dict[str, Any] = field(default_factory=dict)
+    #: Where a Python tool runs: ``local`` (the kernel), ``dask`` (a cluster),
+    #: or ``None`` for the agent's default (the manifest's ``executor``).
+    executor: str | None = None
 
     @property
     def is_async(self) -> bool:
@@ -215,10 +218,13 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    executor: str | None = None,
 ) -> Any:
     """Mark a notebook function as a tool the agent may call.
 
-    Use as ``@tool`` or ``@tool(name="…", description="…")``. The function is
+    Use as ``@tool`` or ``@tool(name="…", description="…")``;
+    ``@tool(executor="dask")`` runs every call on a Dask cluster
+    (``"local"``: in the kernel, whatever the agent's default). The function is
     returned unchanged (still callable from Python); the kernel registers
     every marked function of the notebook namespace before each run, so a
     re-defined function replaces the old tool and a deleted one disappears.
@@ -235,8 +241,11 @@ def tool(
     3
     """
 
+    if executor not in (None, "local", "dask"):
+        raise ConfigError(f"@tool(executor={executor!r}): use 'local' or 'dask'")
+
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(fn, TOOL_MARK, {"name": name, "description": description})
+        setattr(fn, TOOL_MARK, {"name": name, "description": description, "executor": executor})
         return fn
 
     if function is not None:
@@ -298,17 +307,22 @@ class ToolRegistry:
         *,
         name: str | None = None,
         description: str | None = None,
+        executor: str | None = None,
     ) -> Any:
         """Register ``function`` (usable as a bare decorator or with options).
 
         Returns the function unchanged, so it stays callable from Python.
+        ``executor`` is where it runs (``local``, ``dask``; ``None``: the
+        agent's default).
         """
 
         def add(fn: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = str(name or getattr(fn, "__name__", "tool"))
             doc = description if description is not None else summary(inspect.getdoc(fn))
             parameters, model = _schema_for(fn, tool_name)
-            self._tools[tool_name] = Tool(tool_name, doc.strip(), fn, parameters, model)
+            self._tools[tool_name] = Tool(
+                tool_name, doc.strip(), fn, parameters, model, executor=executor
+            )
             return fn
 
         if function is not None:
@@ -339,9 +353,14 @@ class ToolRegistry:
             self._tools.pop(stale, None)
         for tool_name, fn in found.items():
             current = self._tools.get(tool_name)
+            options = getattr(fn, TOOL_MARK)
             if current is None or current.function is not fn:
-                description = getattr(fn, TOOL_MARK).get("description")
-                self.register(fn, name=tool_name, description=description)
+                self.register(
+                    fn,
+                    name=tool_name,
+                    description=options.get("description"),
+                    executor=options.get("executor"),
+                )
         self._collected = set(found)
         return sorted(found)
 

@@ -1,0 +1,119 @@
+"""What runs on a Dask worker for a tool call: the call itself, its interruption, a preview.
+
+These functions travel to the workers by value (see
+:func:`cortex_kernel.executors.dask_backend.DaskBackend`): a worker needs
+``distributed`` and the tool's own imports, not cortex-kernel. So this module
+imports nothing of ours and only the standard library at the top.
+
+Why threads are interrupted
+---------------------------
+Cancelling a Dask future forgets the task on the scheduler, but a task
+already running in a worker's thread runs on to its end (Python cannot
+kill a thread): an interrupted cell would leave the cluster busy. Each call
+therefore registers its thread under its key while it runs, and
+:func:`interrupt` raises ``InterruptedError`` in that thread with
+``PyThreadState_SetAsyncExc`` (the exception lands at the next bytecode
+the thread runs: pure-Python work stops at once, a blocking C call such as
+``time.sleep`` when it returns). The registry is only touched under its
+lock, and a call clears any exception still pending for its thread before
+it returns, so an interruption can never land in the worker's own code
+after the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["describe", "interrupt", "run_tool"]
+
+_REGISTRY = "_cortex_kernel_dask_calls"
+
+
+def _registry() -> Any:
+    # Kept in sys.modules, not in this module's globals: a function sent by
+    # value gets fresh globals with every task, the worker's process one
+    # registry.
+    found = sys.modules.get(_REGISTRY)
+    if found is None:
+        made = types.ModuleType(_REGISTRY)
+        made.lock = threading.Lock()  # type: ignore[attr-defined]
+        made.calls = {}  # type: ignore[attr-defined]
+        found = sys.modules.setdefault(_REGISTRY, made)
+    return found
+
+
+def _async_raise(ident: int, exc: type[BaseException] | None) -> int:
+    target = ctypes.py_object(exc) if exc is not None else None
+    return int(ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), target))
+
+
+def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, topic: str) -> Any:
+    """Call ``function(**kwargs)`` on this worker, announcing where it runs.
+
+    An ``{"key", "worker"}`` event goes to the scheduler's ``topic`` as the
+    call starts (the kernel shows the worker; a second start of the same key
+    means the first worker was lost and Dask ran it again). An async function
+    runs to completion in its own event loop.
+    """
+    from distributed import get_worker
+
+    worker = get_worker()
+    worker.log_event(topic, {"key": key, "worker": str(worker.address)})
+    registry = _registry()
+    ident = threading.get_ident()
+    with registry.lock:
+        registry.calls[key] = ident
+    try:
+        result = function(**kwargs)
+        if inspect.isawaitable(result):
+            import asyncio
+
+            async def settle() -> Any:
+                return await result
+
+            result = asyncio.run(settle())
+        return result
+    finally:
+        with registry.lock:
+            registry.calls.pop(key, None)
+        _async_raise(ident, None)  # an interruption that came too late is dropped here
+
+
+def interrupt(keys: list[str]) -> list[str]:
+    """Raise ``InterruptedError`` in the threads running ``keys`` here; return those hit."""
+    registry = _registry()
+    hit = []
+    with registry.lock:
+        for key in keys:
+            ident = registry.calls.get(key)
+            if ident is not None and _async_raise(ident, InterruptedError) == 1:
+                hit.append(key)
+    return hit
+
+
+def describe(value: Any, limit: int = 300) -> dict[str, Any]:
+    """Type, size, length and a short repr of a result that stays on the cluster."""
+    from dask.sizeof import sizeof
+
+    try:
+        shown = repr(value)
+    except Exception as exc:  # a repr that raises must not fail the call
+        shown = f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
+    if len(shown) > limit:
+        shown = shown[: limit - 1] + "…"
+    try:
+        length: int | None = len(value)
+    except Exception:
+        length = None
+    return {
+        "type": type(value).__name__,
+        "nbytes": int(sizeof(value)),
+        "length": length,
+        "repr": shown,
+    }
