@@ -263,9 +263,20 @@ class Approvals(_Strict):
 
 
 class DockerSettings(_Strict):
-    """Where the Docker engine is (default: ``DOCKER_HOST`` or the local socket)."""
+    """Where the Docker engine is (default: ``DOCKER_HOST`` or the local socket).
 
-    host: str | None = None
+    With ``host`` set, ``tls_verify`` and ``cert_path`` replace
+    ``DOCKER_TLS_VERIFY`` and ``DOCKER_CERT_PATH`` for it.
+    """
+
+    host: str | None = Field(default=None, description="e.g. tcp://build-box:2376")
+    tls_verify: bool | None = Field(
+        default=None, description="check the engine's certificate against cert_path/ca.pem"
+    )
+    cert_path: str | None = Field(
+        default=None,
+        description="folder with ca.pem, cert.pem, key.pem (relative: to the manifest)",
+    )
 
 
 class ExecutorSettings(_Strict):

@@ -19,7 +19,7 @@ from typing import Any
 
 from .exceptions import ConfigError, ToolError
 from .executors.command import command_output, render_args, run_command
-from .executors.docker import ContainerSpec, run_container
+from .executors.docker import ContainerSpec, configure_engine, run_container
 from .executors.files import Workspace
 from .executors.images import sandbox_image
 from .executors.sandbox import run_code
@@ -258,6 +258,11 @@ def build_tools(
     settings = agent.executors
     workspace_dir = (root / settings.workspace).resolve()
     host = settings.docker.host
+    if host and (settings.docker.tls_verify is not None or settings.docker.cert_path):
+        cert_path = (
+            str((root / settings.docker.cert_path).resolve()) if settings.docker.cert_path else None
+        )
+        configure_engine(host, tls_verify=settings.docker.tls_verify, cert_path=cert_path)
     for index, spec in enumerate(agent.tools):
         where = f"{source} tools[{index}]"
         if isinstance(spec, CallableTool):

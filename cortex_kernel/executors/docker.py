@@ -12,7 +12,9 @@ The SDK is blocking, so each call runs in a worker thread. Whatever ends the
 call — exit, timeout, a cancelled run, an interrupted cell — the container
 is killed and removed in a shielded ``finally`` before the call returns.
 ``DOCKER_HOST`` (or the manifest's ``executors.docker.host``) selects the
-engine, local or remote, as the Docker CLI does.
+engine, local or remote, as the Docker CLI does, with its TLS settings
+(``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``, or the manifest's
+``tls_verify``/``cert_path`` registered with :func:`configure_engine`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ import anyio.to_thread
 from ..exceptions import ToolError
 from .command import CommandResult
 
-__all__ = ["LABEL", "ContainerSpec", "docker_client", "remove_container", "run_container"]
+__all__ = [
+    "LABEL",
+    "ContainerSpec",
+    "configure_engine",
+    "docker_client",
+    "remove_container",
+    "run_container",
+]
 
 #: Label on every container we start (value: ``tool``), used to find strays.
 LABEL = "cortex-kernel"
@@ -108,6 +117,72 @@ def _engine_address(host: str | None) -> str:
     return host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
+# TLS of the engines a manifest names (host -> DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
+_ENGINE_TLS: dict[str, tuple[bool | None, str | None]] = {}
+
+
+def configure_engine(
+    host: str, *, tls_verify: bool | None = None, cert_path: str | None = None
+) -> None:
+    """Use these TLS settings for the engine at ``host`` (instead of the environment's).
+
+    ``cert_path`` is a folder with ``ca.pem``, ``cert.pem`` and ``key.pem``, as
+    ``DOCKER_CERT_PATH``; ``tls_verify`` checks the engine's certificate
+    against that ``ca.pem``.
+    """
+    _ENGINE_TLS[host] = (tls_verify, cert_path)
+
+
+def _environment(host: str | None) -> dict[str, str]:
+    """The environment ``docker.from_env`` reads, with ``host`` and its TLS settings."""
+    env = dict(os.environ)
+    if host:
+        env["DOCKER_HOST"] = host
+        verify, cert_path = _ENGINE_TLS.get(host, (None, None))
+        if cert_path is not None:
+            env["DOCKER_CERT_PATH"] = cert_path
+        if verify is not None:
+            env["DOCKER_TLS_VERIFY"] = "1" if verify else ""
+    return env
+
+
+_ENGINE_API: Any = None
+
+
+def _engine_api() -> Any:
+    """``docker.APIClient`` whose TLS CA file wins over the environment's CA bundle.
+
+    requests lets ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` override a
+    session's own ``verify`` file (psf/requests#3829): with either set (as on
+    many CI machines) an engine's ``ca.pem`` would be ignored and its
+    certificate refused.
+    """
+    global _ENGINE_API
+    if _ENGINE_API is None:
+        import docker
+
+        class EngineAPI(docker.APIClient):  # type: ignore[misc]
+            def merge_environment_settings(self, *args: Any) -> Any:
+                url, proxies, stream, verify, cert = args
+                if verify is None and isinstance(self.verify, str):
+                    verify = self.verify
+                return super().merge_environment_settings(url, proxies, stream, verify, cert)
+
+        _ENGINE_API = EngineAPI
+    return _ENGINE_API
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text or "SSL" in text:
+        reason = "certificate verify failed" if "CERTIFICATE_VERIFY_FAILED" in text else "TLS error"
+        return (
+            f"TLS with the engine failed ({reason}); check DOCKER_CERT_PATH or the manifest's "
+            "executors.docker.cert_path (ca.pem, cert.pem, key.pem) and DOCKER_TLS_VERIFY"
+        )
+    return type(exc).__name__
+
+
 def docker_client(host: str | None = None) -> Any:
     """A client for the engine at ``host`` (default: ``DOCKER_HOST`` or the local socket).
 
@@ -121,15 +196,21 @@ def docker_client(host: str | None = None) -> Any:
 
     address = _engine_address(host)
     try:
-        client = (
-            docker.DockerClient(base_url=address, timeout=30)
-            if host
-            else docker.from_env(timeout=30)
-        )
+        # from_env, also for a manifest's host: the TLS settings apply either way.
+        # The environment's settings (DOCKER_HOST, TLS), also for a manifest's host.
+        environment = _environment(host)
+        options = docker.utils.kwargs_from_env(environment=environment)
+        if "base_url" not in options:  # as docker.from_env: the current docker context
+            for name, value in docker.ContextAPI.kwargs_from_context(
+                environment=environment
+            ).items():
+                options.setdefault(name, value)
+        client = docker.DockerClient.__new__(docker.DockerClient)
+        client.api = _engine_api()(timeout=30, **options)
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
         raise ToolError(
-            f"no Docker engine answers at {address} ({type(exc).__name__}); start one "
+            f"no Docker engine answers at {address} ({_why(exc)}); start one "
             "(`sudo systemctl start docker`, or Docker Desktop) or point DOCKER_HOST at a "
             "running engine"
         ) from None
