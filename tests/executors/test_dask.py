@@ -28,7 +28,7 @@ distributed = pytest.importorskip("distributed")
 
 from cortex_kernel.agent import build_session  # noqa: E402
 from cortex_kernel.executors.dask_backend import ClusterValue  # noqa: E402
-from cortex_kernel.jupyter.viewstate import RunState, render_text  # noqa: E402
+from cortex_kernel.jupyter.viewstate import RunState, render_html, render_text  # noqa: E402
 
 from .dask_tools import cube  # noqa: E402
 
@@ -133,6 +133,10 @@ async def test_calls_run_on_the_workers_and_come_back_as_values(
     assert state.doc["nodes"]["s3"]["where"] == placed["s3"].where
     assert "local" not in {n for n, node in state.doc["nodes"].items() if node.get("where")}
     assert f"on {placed['s3'].where}" in render_text(state.doc)
+    # The scheduler serves a dashboard: every placement links to it, and so does the view.
+    assert placed["s3"].dashboard == client.dashboard_link
+    assert state.doc["dashboard"] == client.dashboard_link
+    assert f'href="{client.dashboard_link}"' in render_html(state.doc)
     assert await idle(client) == {}
 
 
@@ -323,3 +327,21 @@ async def test_a_dead_scheduler_fails_its_actions_clearly_and_the_run_goes_on(
     assert f"the Dask scheduler at {address}" in failed["again"]
     assert session.variables["near"] == os.getpid()
     assert result.status == "ok" and result.answer == str(os.getpid())
+
+
+async def test_the_address_can_come_from_the_environment(
+    tmp_path: Path, cluster: Any, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORTEX_DASK_ADDRESS", cluster.scheduler_address)
+    path = manifest(tmp_path, [action("p", "pid", mode="sync"), "<response>$p</response>"], "dask")
+    session = build_session(manifest=path, transcript_dir=tmp_path)
+    try:
+        result = await session.run("go")
+    finally:
+        await session.aclose()
+    assert result.status == "ok", result.message
+    (placed,) = events_of(result, "action_placed")
+    assert placed.where in workers_of(client)
+    assert (
+        session.variables["p"] in (await anyio.to_thread.run_sync(client.run, os.getpid)).values()
+    )
