@@ -20,7 +20,10 @@ def test_quick_benchmark_reports_its_figures(monkeypatch: pytest.MonkeyPatch) ->
     assert cache["periodic"]["cache_hits"] in (19, 20) and cache["cache_hit_rate"] >= 0.95
     assert cache["periodic"]["source_calls"] >= 1
     assert cache["source_calls_saved"] == 20 - cache["periodic"]["source_calls"]
-    assert cache["periodic"]["feed_updated_events"] == cache["periodic"]["source_calls"]
+    # Every finished fetch is announced; a refresh still in flight when the run
+    # ends is cancelled with it, so it may be counted as a call without an event.
+    calls = cache["periodic"]["source_calls"]
+    assert calls - 1 <= cache["periodic"]["feed_updated_events"] <= calls
     build = result["prompt_build"]
     assert build["feeds"] == 20 and build["prompt_chars"] > 20 * 400
     for key in ("with_20_feeds", "no_feeds"):
