@@ -8,13 +8,17 @@ in ``kernel_mode``: message cells become a top-level ``await`` of the run,
 doing everything else — execution count, history, display, errors,
 completion — as usual.
 
-Nothing heavy is imported here: the runtime, the view and litellm load with
-the first agent cell, so the kernel starts as fast as the stock one.
+Nothing heavy is imported here, so the kernel starts as fast as the stock
+one: the runtime, the view and litellm are imported by a background warm-up
+(:mod:`cortex_kernel.jupyter.warmup`) once the kernel has answered its first
+``kernel_info`` request, while it is idle, so the first message streams as
+fast as the next ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
@@ -23,6 +27,7 @@ from .. import __version__
 from .complete import is_complete
 from .magics import begin_cell, enable
 from .runner import runner_for
+from .warmup import WarmUp
 
 __all__ = ["CortexKernel"]
 
@@ -31,6 +36,12 @@ BANNER = (
     "%%python runs Python in the same namespace; %model, %history, %variables, "
     "%transcript manage the session."
 )
+
+# After the first kernel_info reply, the front end's other start-up requests
+# (comm_info, history…) come first; a front end that never asks gets the
+# warm-up this long after start.
+WARM_UP_AFTER_INFO_S = 0.2
+WARM_UP_FALLBACK_S = 3.0
 
 
 class CortexKernel(IPythonKernel):
@@ -46,6 +57,21 @@ class CortexKernel(IPythonKernel):
         # Client sessions that ask is_complete: terminals (jupyter console),
         # which print display_data once and ignore its updates.
         self._terminal_sessions: set[str] = set()
+        self.warm_up = WarmUp()
+        #: ``time.monotonic()`` of the first kernel_info reply (``None`` before).
+        self.kernel_info_at: float | None = None
+
+    def start(self) -> None:
+        """Start serving; warm the model layer later even if no front end asks."""
+        super().start()  # type: ignore[no-untyped-call]
+        self.io_loop.call_later(WARM_UP_FALLBACK_S, self.warm_up.start)
+
+    async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        """Answer, then (the first time) start the background warm-up."""
+        await super().kernel_info_request(stream, ident, parent)  # type: ignore[no-untyped-call]
+        if self.kernel_info_at is None:
+            self.kernel_info_at = time.monotonic()
+            self.io_loop.call_later(WARM_UP_AFTER_INFO_S, self.warm_up.start)
 
     def _parent_session(self) -> str:
         parent = self.get_parent()  # type: ignore[no-untyped-call]
@@ -79,15 +105,19 @@ class CortexKernel(IPythonKernel):
         begin_cell(code)  # only this text is read as a message; magics' bodies are Python
         # A terminal gets the run's plain-text view as it changes (see AgentRunner.run).
         runner_for(self.shell).terminal = self._parent_session() in self._terminal_sessions
-        reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
-            code,
-            silent,
-            store_history=store_history,
-            user_expressions=user_expressions,
-            allow_stdin=allow_stdin,
-            cell_meta=cell_meta,
-            cell_id=cell_id,
-        )
+        self.warm_up.busy()  # no new warm-up step while a cell runs
+        try:
+            reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
+                code,
+                silent,
+                store_history=store_history,
+                user_expressions=user_expressions,
+                allow_stdin=allow_stdin,
+                cell_meta=cell_meta,
+                cell_id=cell_id,
+            )
+        finally:
+            self.warm_up.idle()
         return reply
 
     @property

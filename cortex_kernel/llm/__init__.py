@@ -72,15 +72,16 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 
 
 def preload() -> threading.Thread:
-    """Start importing litellm in a background thread and return the thread.
+    """Warm litellm in a background thread (:func:`~cortex_kernel.llm.warm.warm_litellm`:
+    the import and one in-memory streamed call) and return the thread.
 
-    The kernel calls this once it is ready for input, so the first agent
-    cell does not wait seconds for the import; the kernel's own start stays
-    free of it. Safe to call more than once.
+    For hosts other than the Cortex kernel (which runs its own, idle-aware
+    warm-up, :mod:`cortex_kernel.jupyter.warmup`), so the first request does
+    not wait seconds. Safe to call more than once.
     """
-    from .litellm_model import load_litellm
+    from .warm import warm_litellm
 
-    thread = threading.Thread(target=load_litellm, name="cortex-litellm-preload", daemon=True)
+    thread = threading.Thread(target=warm_litellm, name="cortex-litellm-preload", daemon=True)
     thread.start()
     return thread
 

@@ -26,3 +26,7 @@ def test_bench_kernel_quick(monkeypatch: pytest.MonkeyPatch, cortex_kernelspec: 
     assert stream["updates"] >= 2
     assert stream["messages_per_second"] > 0
     assert stream["bytes_per_update_mean"] > 0
+    first = result["first_cell"]
+    for key in ("first_token_ms", "second_token_ms", "first_shown_ms", "quiet_after_start_s"):
+        assert first[key] > 0
+    assert isinstance(first["extra_ms"], float)
