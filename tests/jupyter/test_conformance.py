@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 import jupyter_kernel_test
@@ -31,7 +32,15 @@ class CortexKernelTests(jupyter_kernel_test.KernelTests):
             KernelSpecManager().get_kernel_spec("cortex")
         except NoSuchKernel:
             install(sys_prefix=True)
-        super().setUpClass()
+        # jupyter_kernel_test allows 0.1 s between two iopub messages of a
+        # cell; the background warm-up (jupyter/warmup.py) can hold the GIL
+        # longer than that inside one import on a loaded machine (seen in the
+        # full suite). The warm-up has its own tests (test_warmup.py).
+        os.environ["CORTEX_WARM_UP"] = "0"  # inherited by the kernel started below
+        try:
+            super().setUpClass()
+        finally:
+            del os.environ["CORTEX_WARM_UP"]
 
     code_hello_world = "%%python\nprint('hello, world')"
     code_stderr = "%%python\nimport sys; print('test', file=sys.stderr)"
