@@ -292,6 +292,12 @@ def start(port: int) -> int:
         os.environ.get("LOCAL_MODEL_THREADS", "2"),
         "--model_alias",
         "local",
+        # By default a new request cuts the one being streamed short: the
+        # client just sees the stream end ("[DONE]"), as if the model had
+        # stopped. An agent's async `llm` sub-call would cut its own turn.
+        # Queue requests instead.
+        "--interrupt_requests",
+        "False",
     ]
     say(f"starting the server on 127.0.0.1:{port} (log: {log})")
     with log.open("w") as sink:

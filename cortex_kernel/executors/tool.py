@@ -20,6 +20,7 @@ import anyio
 
 from ..exceptions import ToolError
 from ..protocol.models import Action
+from ..runtime.drift import schema_as_parameters_message
 from ..runtime.ports import ExecutionContext, Executor, ToolBackend
 from ..runtime.run_events import ActionLog, ActionPlaced, ApprovalDecided, ApprovalRequested
 from ..runtime.tools import Tool, unknown_tool_message
@@ -78,13 +79,15 @@ class ToolExecutor(Executor):
         return backend
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
-        """Unknown or missing tool names are an ``action_error`` (naming the closest tools)."""
+        """Unknown or missing tool names are an ``action_error`` (naming the closest
+        tools), and so are parameters that are the tool's JSON Schema rather than values."""
         name = action.name
         if name is None:
             return 'a tool action needs a "name" field naming the tool'
         if name not in context.tools:
             return unknown_tool_message(name, [t.name for t in context.tools])
-        return None
+        tool = context.tools.get(name)
+        return schema_as_parameters_message(name, action.body.get("parameters"), tool.parameters)
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
         """Validate, ask for approval when the tool needs it, then call the tool."""

@@ -32,6 +32,8 @@ __all__ = [
     "duplicate_id_message",
     "provisional_answer",
     "repair_message",
+    "schema_as_parameters_message",
+    "tool_signature",
 ]
 
 #: How many times the same failing action may be written before the run is stuck.
@@ -113,3 +115,108 @@ class RepeatedFailures:
             f"the same failing {kind} action was written {count} times in this run "
             f"({body}); last error: {error}"
         )
+
+
+# What a parameter of each JSON type looks like in a tool's example call.
+_PLACEHOLDERS: dict[str, Any] = {
+    "string": "...",
+    "integer": 3,
+    "number": 2.5,
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
+
+
+def _type_name(schema: dict[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "any")
+    if kind is None and isinstance(schema.get("anyOf"), list):
+        kinds = [_type_name(s) for s in schema["anyOf"] if isinstance(s, dict)]
+        return " | ".join(k for k in kinds if k != "null") or "any"
+    return str(kind or "any")
+
+
+def _example_value(schema: dict[str, Any]) -> Any:
+    """A value of the parameter's type: its example, default or enum if it has one."""
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        return examples[0]
+    if "default" in schema:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    return _PLACEHOLDERS.get(_type_name(schema).split(" | ")[0], "...")
+
+
+def tool_signature(name: str, parameters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``name(a: string, b: number = 1)`` and example parameters, from a JSON Schema.
+
+    Small models copy a JSON Schema shown to them as the parameters of their
+    call (``{"properties": {"city": …}}``); the prompt shows this signature
+    and a call with example values instead, and the schema error
+    (:func:`schema_as_parameters_message`) shows the same call.
+
+    Examples
+    --------
+    >>> tool_signature("weather", {"type": "object", "properties":
+    ...     {"city": {"type": "string"}}, "required": ["city"]})
+    ('weather(city: string)', {'city': '...'})
+    """
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    params: list[str] = []
+    example: dict[str, Any] = {}
+    for key, raw in properties.items():
+        schema = raw if isinstance(raw, dict) else {}
+        text = f"{key}: {_type_name(schema)}"
+        if key not in required and "default" in schema:
+            text += f" = {json.dumps(schema['default'], ensure_ascii=False)}"
+        elif key not in required:
+            text += " (optional)"
+        params.append(text)
+        if key in required or not required:
+            example[key] = _example_value(schema)
+    return f"{name}({', '.join(params)})", example
+
+
+_SCHEMA_KEYS = frozenset(
+    {"properties", "required", "type", "$schema", "additionalProperties", "title", "description"}
+)
+_JSON_TYPES = frozenset(_PLACEHOLDERS) | {"null"}
+
+
+def _is_property_schema(value: Any, declared: Any) -> bool:
+    """``{"type": "string", …}`` sent as the value of a parameter that is no object."""
+    if not isinstance(value, dict) or value.get("type") not in _JSON_TYPES:
+        return False
+    return not (isinstance(declared, dict) and declared.get("type") in ("object", None))
+
+
+def _looks_like_schema(sent: dict[str, Any], schema: dict[str, Any]) -> bool:
+    own = schema.get("properties") or {}
+    extra = set(sent) - set(own)
+    if extra:
+        whole = isinstance(sent.get("properties"), dict) or sent.get("type") == "object"
+        return whole and extra <= _SCHEMA_KEYS
+    return all(_is_property_schema(sent[key], own.get(key)) for key in sent)
+
+
+def schema_as_parameters_message(name: str, sent: Any, schema: dict[str, Any]) -> str | None:
+    """The error for a tool call whose parameters are the tool's JSON Schema.
+
+    Small models write the schema they were shown as the call's parameters
+    (``{"properties": {"city": {"type": "string"}}, "type": "object"}``).
+    Such a call is not run: the error says so and shows a call with values,
+    which the model can copy. ``None`` when ``sent`` does not look like a
+    schema (or the tool really takes parameters named like schema keys).
+    """
+    if not isinstance(sent, dict) or not sent or not _looks_like_schema(sent, schema):
+        return None
+    signature, example = tool_signature(name, schema)
+    call = json.dumps({"name": name, "parameters": example}, ensure_ascii=False)
+    return (
+        f"you sent the JSON schema of tool '{name}' as its parameters, not values. "
+        f"It takes {signature}: send the values themselves, like {call}"
+    )

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cortex_kernel.agent import build_session
+from cortex_kernel.runtime.drift import schema_as_parameters_message, tool_signature
 from cortex_kernel.runtime.run_result import RunResult
 from cortex_kernel.runtime.tools import closest_names, unknown_tool_message
 
@@ -99,6 +100,81 @@ async def test_a_misspelt_tool_is_corrected_from_the_error(tmp_path: Path) -> No
         ]
     ]
     assert "did you mean 'population'?" in told(session)
+    assert (result.status, result.answer) == ("ok", "Lyon: 520774")
+
+
+# -- rule 4c: the tool's JSON Schema sent as its parameters --------------------
+
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        CITY_SCHEMA,  # seen from the 1.5B model with prompt v1
+        {"properties": {"city": {"type": "string", "description": "the city"}}},
+        {"city": {"type": "string"}},  # one property's schema as its value
+    ],
+)
+def test_schema_as_parameters_is_recognised(sent: dict[str, Any]) -> None:
+    assert schema_as_parameters_message("population", sent, CITY_SCHEMA) == (
+        "you sent the JSON schema of tool 'population' as its parameters, not values. "
+        "It takes population(city: string): send the values themselves, like "
+        '{"name": "population", "parameters": {"city": "..."}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("sent", "schema"),
+    [
+        ({"city": "Lyon"}, CITY_SCHEMA),
+        ({}, CITY_SCHEMA),
+        ("Lyon", CITY_SCHEMA),
+        # A tool that takes an object, or a parameter named like a schema key.
+        (
+            {"spec": {"type": "string"}},
+            {"type": "object", "properties": {"spec": {"type": "object"}}},
+        ),
+        (
+            {"type": "object", "properties": {}},
+            {"type": "object", "properties": {"type": {}, "properties": {}}},
+        ),
+    ],
+)
+def test_values_are_not_mistaken_for_a_schema(sent: Any, schema: dict[str, Any]) -> None:
+    assert schema_as_parameters_message("t", sent, schema) is None
+
+
+def test_tool_signature_shows_types_defaults_and_example_values() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer", "default": 1},
+            "unit": {"enum": ["C", "F"], "type": "string"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": ["city", "unit"],
+    }
+    assert tool_signature("forecast", schema) == (
+        "forecast(city: string, days: integer = 1, unit: string, note: string (optional))",
+        {"city": "...", "unit": "C"},
+    )
+
+
+async def test_a_schema_sent_as_parameters_is_corrected_from_the_error(tmp_path: Path) -> None:
+    schema_call = json.dumps({"name": "population", "parameters": CITY_SCHEMA})
+    result, session = await replay(
+        tmp_path,
+        [
+            f'<action type="tool" mode="sync" id="p">{schema_call}</action>',
+            action("population", attrs='id="p" output_key="lyon"', city="Lyon"),
+            "<response>Lyon: $lyon</response>",
+        ],
+    )
+    [error] = of_type(result, "action_error")
+    assert error.message.startswith("you sent the JSON schema of tool 'population'")
+    assert '{"name": "population", "parameters": {"city": "..."}}' in told(session)
     assert (result.status, result.answer) == ("ok", "Lyon: 520774")
 
 
