@@ -11,6 +11,7 @@ protocol text then, with :func:`cortex_kernel.runtime.tool_calls.tool_calls_to_p
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -70,6 +71,7 @@ class ToolCallAccumulator:
 
 # Qwen-style text calls: a JSON object (or several), maybe fenced or in
 # <tool_call> tags, with a "name" and its "arguments".
+_TEXT_CALLS = itertools.count(1)
 _FENCE = re.compile(r"```(?:json)?|</?tool_call>", re.IGNORECASE)
 
 
@@ -80,9 +82,10 @@ def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
     (llama-cpp-python with Qwen's template, for one) return the call as
     content: ``{"name": "population", "arguments": {"city": "Lyon"}}``,
     often in a code fence or ``<tool_call>`` tags. Only when the whole
-    content is such calls — JSON objects naming a known tool, nothing else
-    but fences and whitespace — are they read as calls; any other text stays
-    an answer.
+    content is such calls — JSON objects naming a known tool (or an unknown
+    one, with only ``name`` and ``arguments``: its error then lists the
+    tools), nothing else but fences and whitespace — are they read as calls;
+    any other text stays an answer.
     """
     names = set(known)
     text = _FENCE.sub("\n", content).strip()
@@ -98,19 +101,30 @@ def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
         except json.JSONDecodeError:
             return []
         for item in value if isinstance(value, list) else [value]:
-            if not isinstance(item, dict) or item.get("name") not in names:
+            if not _is_call(item, names):
                 return []
             arguments = item.get("arguments", item.get("parameters", {}))
             if isinstance(arguments, str):
                 arguments_text = arguments
             else:
                 arguments_text = json.dumps(arguments, ensure_ascii=False)
+            # Ids unique in the process: every turn's first call would be
+            # call_text_1 otherwise, and a later turn's would clash with it.
             calls.append(
                 ToolCall(
-                    id=f"call_text_{len(calls) + 1}", name=item["name"], arguments=arguments_text
+                    id=f"call_text_{next(_TEXT_CALLS)}", name=item["name"], arguments=arguments_text
                 )
             )
     return calls
+
+
+def _is_call(item: Any, names: set[str]) -> bool:
+    """A known tool's call, or an unknown tool's in the call shape (its error names the tools)."""
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        return False
+    if item["name"] in names:
+        return True
+    return set(item) in ({"name", "arguments"}, {"name", "parameters"})
 
 
 def tools_for_provider(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -188,6 +188,39 @@ async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
         "arguments": '{"a": 2, "b": 3}',
     }
     assert [m["content"] for m in sent if m["role"] == "tool"] == ["5"]
+    assert assistant["content"] == ""  # the call's text is not echoed besides tool_calls
+    assert "add" not in result.answer
+
+
+async def test_text_calls_over_several_turns_get_their_own_ids(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Seen from Qwen2.5-Coder-1.5B: every turn's call was ``call_text_1``, and the
+    second turn's was refused as a duplicate of the first (which had succeeded)."""
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    server.stream('```json\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n```')
+    server.stream('```json\n{"name": "add", "arguments": {"a": 5, "b": 1}}\n```')
+    server.stream('{"name": "reverse", "arguments": {"items": [1, 2]}}')
+    server.stream("5, then 6.")
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("add 2 and 3, then add 1")
+    assert (result.status, result.answer) == ("ok", "5, then 6.")
+    assert not [e for e in result.events if e.type == "action_error" and "duplicate" in e.message]
+    sent = server.requests[3].body["messages"]
+    answers = [m["content"] for m in sent if m["role"] == "tool"]
+    assert answers[:2] == ["5", "6"]
+    # An unknown tool written in the call shape is a call: its error lists the tools.
+    assert "unknown tool 'reverse'" in answers[2] and "available tools: add" in answers[2]
 
 
 async def test_text_that_only_mentions_a_tool_stays_an_answer(
@@ -196,7 +229,7 @@ async def test_text_that_only_mentions_a_tool_stays_an_answer(
     from cortex_kernel.llm.function_calling import text_tool_calls
 
     assert text_tool_calls('Call {"name": "add", "arguments": {}} to add.', ["add"]) == []
-    assert text_tool_calls('{"name": "unknown", "arguments": {}}', ["add"]) == []
+    assert text_tool_calls('{"name": "unknown", "x": 1}', ["add"]) == []
     assert text_tool_calls("[1, 2]", ["add"]) == []
     assert [c.name for c in text_tool_calls('[{"name": "add", "arguments": "{}"}]', ["add"])] == [
         "add"
