@@ -23,7 +23,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..runtime.drift import tool_signature
 from ..runtime.ports import PromptContext
 from .errors import redact
 
@@ -37,7 +36,7 @@ __all__ = [
 ]
 
 #: Bump on any change to the text below.
-PROMPT_VERSION = "6"
+PROMPT_VERSION = "1"
 
 PROTOCOL_LESSON = """\
 # How you answer
@@ -108,37 +107,40 @@ yourself. When an action fails, read the error, correct the action (a new
 id) or explain the failure in your response.
 """
 
-#: The assistant turns of the worked example, in order. Its domain (a shop's
-#: stock) is deliberately far from anything a notebook's tools or the eval
-#: suite ask about, and it uses only what most tasks need (two parallel tool
-#: calls, a dependent call, a final response with ``$variables``), so a small
-#: model has nothing to copy but the form.
+#: The assistant turns of the worked example, in order.
 WORKED_EXAMPLE_TURNS: tuple[str, ...] = (
-    """<thought>Stock and price are independent: I start both at once.
-<action type="tool" mode="async" id="s1" output_key="boxes">\
-{"name": "shelf_count", "parameters": {"item": "green tea"}}</action>
-<action type="tool" mode="async" id="p1" output_key="price">\
-{"name": "item_price", "parameters": {"item": "green tea"}}</action>
-The total needs both results: it depends on them and refers to them.</thought>
-<action type="tool" mode="sync" id="v1" depends_on="s1,p1" output_key="value">\
-{"name": "order_total", "parameters": {"quantity": "$boxes", "price": "$price.eur"}}</action>""",
-    """<thought>The tools gave every figure I need.</thought>
-<response final="true">There are $boxes boxes of green tea in stock, worth \
-$value euros in all.</response>""",
+    """<thought>Weather and events are independent: I start both now.
+<action type="tool" mode="async" id="w" output_key="weather">\
+{"name": "get_weather", "parameters": {"city": "Paris"}}</action>
+<action type="tool" mode="async" id="e" output_key="events">\
+{"name": "search_events", "parameters": {"city": "Paris", "date": "today"}}</action>
+The plan needs both, so it depends on them and runs in the background.
+<action type="llm" mode="async" id="plan" depends_on="w,e" output_key="plan">\
+{"prompt": "Suggest one evening in Paris. Weather: $weather. Events: $events"}</action>
+</thought>
+<response final="false">Checking tonight's weather and events in Paris…</response>
+<action type="tool" mode="fire_and_forget">\
+{"name": "log_request", "parameters": {"topic": "paris-evening"}}</action>
+<action type="tool" mode="sync" id="f" depends_on="w">\
+{"name": "to_fahrenheit", "parameters": {"celsius": "$weather.temp_c"}}</action>""",
+    """<thought>18 °C is 64.4 °F. The plan is still being written; the final \
+response refers to it and the runtime fills it in.</thought>
+<response final="true">Tonight in Paris: clear sky, 18 °C (64.4 °F).
+
+$plan</response>""",
 )
 
 #: What the runtime sends back between the two turns.
 WORKED_EXAMPLE_RESULTS = """\
-<action_result id="s1" status="ok">42</action_result>
-<action_result id="p1" status="ok">{"eur": 3.5}</action_result>
-<action_result id="v1" status="ok">147.0</action_result>"""
+<action_result id="w" status="ok">{"temp_c": 18, "sky": "clear"}</action_result>
+<action_result id="e" status="ok">[{"name": "Jazz at Le Duc", "time": "21:00"}]</action_result>
+<action_result id="f" status="ok">64.4</action_result>"""
 
 WORKED_EXAMPLE = f"""\
 # Worked example
 
-The user asks: "How much is our green tea stock worth?" The tools
-`shelf_count`, `item_price` and `order_total` are only illustrations: use the
-tools listed under Tools, with the user's own values.
+The user asks: "What should I do in Paris tonight?" (the tools here are only
+illustrations; use the ones listed under Tools).
 
 You write:
 
@@ -165,27 +167,6 @@ markdown, without calling a function.
 
 def _schema(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _tool_entries(tools: Iterable[dict[str, Any]]) -> str:
-    lines: list[str] = []
-    for item in tools:
-        name = str(item.get("name", "?"))
-        description = str(item.get("description", "")).strip()
-        parameters = item.get("parameters")
-        if not isinstance(parameters, dict):
-            parameters = {}
-        signature, example = tool_signature(name, parameters)
-        body = json.dumps({"name": name, "parameters": example}, ensure_ascii=False)
-        line = f"- `{signature}`" + (f": {description}" if description else "")
-        line += f'\n  call: <action type="tool">{body}</action>'
-        lines.append(line)
-    if not lines:
-        return ""
-    return (
-        "# Tools\n\nEach tool with its parameters, and the shape of a call (put the "
-        "user's values in `parameters`, never the types):\n\n" + "\n".join(lines) + "\n"
-    )
 
 
 def _entries(title: str, items: Iterable[dict[str, Any]], keys: tuple[str, ...]) -> str:
@@ -256,7 +237,7 @@ class ProtocolPrompt:
             if names:
                 sections.append(f"# Tools\n\nYour functions: {names}.\n")
         else:
-            tools = _tool_entries(context.tools)
+            tools = _entries("Tools", context.tools, ("parameters",))
             sections.append(tools or "# Tools\n\nNo tools: do not write `tool` actions.\n")
             sections.append(_entries("Agents (type=agent)", context.agents, ("parameters",)))
             sections.append(

@@ -45,16 +45,17 @@ def test_the_worked_example_uses_everything_it_teaches() -> None:
     events = parser.feed(WORKED_EXAMPLE_TURNS[0]) + parser.close()
     actions = [e.action for e in events if isinstance(e, ActionParsed)]
     modes = {a.mode.value for a in actions}
-    assert modes == {"sync", "async"}
+    assert modes == {"sync", "async", "fire_and_forget"}
     assert any(a.in_thought and a.mode.value == "async" for a in actions)
-    assert any(a.depends_on == ("s1", "p1") for a in actions)
+    assert any(a.depends_on == ("w", "e") for a in actions)
     assert any(a.output_key for a in actions)
-    assert any("$price.eur" in json.dumps(a.body) for a in actions)
+    assert any("$weather" in json.dumps(a.body) for a in actions)
     assert actions[-1].mode.value == "sync"  # nothing may follow a sync action
     assert WORKED_EXAMPLE_TURNS[0].rstrip().endswith("</action>")
     kinds = [kind for kind, _ in events_of(WORKED_EXAMPLE_TURNS[0])]
-    assert "thought_start" in kinds
-    assert "$boxes" in WORKED_EXAMPLE_TURNS[1] and "$value" in WORKED_EXAMPLE_TURNS[1]
+    assert "thought_start" in kinds and "response_start" in kinds
+    assert '<response final="false">' in WORKED_EXAMPLE_TURNS[0]
+    assert "$plan" in WORKED_EXAMPLE_TURNS[1]
     final = Parser()
     ends = [
         e for e in final.feed(WORKED_EXAMPLE_TURNS[1]) + final.close() if e.type == "response_end"
@@ -109,9 +110,8 @@ def test_the_prompt_has_every_section() -> None:
     assert "fire_and_forget" in text and "async" in text
     assert "<action_result" in text and "&lt;" in text
     assert WORKED_EXAMPLE in text
-    assert "`search(q: string (optional))`: Search the web." in text
-    assert '<action type="tool">{"name": "search", "parameters": {"q": "..."}}</action>' in text
-    assert '"properties"' not in text  # a schema shown is a schema copied
+    assert "`search`: Search the web." in text
+    assert '"properties": {"q": {"type": "string"}}' in text
     assert "`set_variable`" in text and "`add_context_feed`" in text
     assert "## system_clock\n\n2026-11-23 10:00 UTC" in text
     assert "unavailable: source failed" in text
