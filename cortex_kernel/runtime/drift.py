@@ -14,6 +14,10 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   and no outside text gets one short repair turn (:func:`repair_message`);
   if that brings nothing either, the run ends with status ``no_answer`` and
   the last thought as a marked, provisional answer (:func:`provisional_answer`).
+- **A schema for values**: a tool call whose parameters are the tool's JSON
+  Schema (copied from a prompt that lists schemas) is refused by the tool
+  executor with :func:`schema_as_parameters_message`, which shows a call
+  with values.
 - **Stuck** (rule 7): the same failing action — same type and same body — a
   third time in one run ends it with status ``stuck`` (:class:`RepeatedFailures`).
 """
@@ -154,9 +158,9 @@ def tool_signature(name: str, parameters: dict[str, Any]) -> tuple[str, dict[str
     """``name(a: string, b: number = 1)`` and example parameters, from a JSON Schema.
 
     Small models copy a JSON Schema shown to them as the parameters of their
-    call (``{"properties": {"city": …}}``); the prompt shows this signature
-    and a call with example values instead, and the schema error
-    (:func:`schema_as_parameters_message`) shows the same call.
+    call (``{"properties": {"city": …}}``); the schema error
+    (:func:`schema_as_parameters_message`) shows this signature and a call
+    with example values instead, which the model can copy.
 
     Examples
     --------
