@@ -373,6 +373,6 @@ async def test_a_feed_reads_a_relic_and_the_prompt_lists_its_operations(tmp_path
         first, second = (str(r.messages[0]["content"]) for r in model.requests)
         assert "# Relics (type=relic)" in first and "- `store`: the user's notes" in first
         assert '"set": {"description": "Store ``value``' in first  # operations with schemas
-        assert "## memo" in second and "buy milk" in second and "buy milk" not in first
+        assert '<feed id="memo">' in second and "buy milk" in second and "buy milk" not in first
     finally:
         await s.aclose()

@@ -54,8 +54,8 @@ def kernel(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def feed(system: str, feed_id: str) -> str:
     """The body of one feed's section of a system prompt."""
-    body = system.split(f"## {feed_id}\n\n", 1)[1]
-    return body.split("\n## ", 1)[0]
+    body = system.split(f'<feed id="{feed_id}">\n', 1)[1]
+    return body.split("\n</feed>", 1)[0]
 
 
 def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -> None:
@@ -105,7 +105,7 @@ def test_feeds_magic_adds_shows_and_removes(kernel: Kernel) -> None:
         system = server.requests[0].body["messages"][0]["content"]
     assert feed(system, "quote").strip() == '{"symbol": "XYZ", "price": 7}'
     # Feeds in id order, after the stable part of the prompt.
-    assert system.index("## notebook_variables") < system.index("## quote")
+    assert system.index('<feed id="notebook_variables">') < system.index('<feed id="quote">')
     assert system.index("# Context feeds") > system.index("# Tools")
     row = next(line for line in kernel.python("%feeds").splitlines() if line.startswith("quote"))
     cells = row.split()

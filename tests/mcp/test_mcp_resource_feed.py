@@ -41,8 +41,8 @@ async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
         result = await session.run("go")
         assert result.status == "ok", result.message
         prompt = system(model, 0)
-        assert "## note" in prompt and "note of the day: ship it" in prompt
-        bad = prompt[prompt.index("## bad") :]
+        assert '<feed id="note">' in prompt and "note of the day: ship it" in prompt
+        bad = prompt[prompt.index('<feed id="bad">') :]
         assert "(unavailable: " in bad and "Error reading resource notes://broken" in bad
 
 

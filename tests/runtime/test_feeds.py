@@ -37,7 +37,7 @@ def periodic_session(tmp_path: Path, model: Recording, interval: float = 0.01) -
 
 
 def feed_text(prompt: str, feed_id: str) -> str:
-    return prompt.split(f"## {feed_id}\n\n", 1)[1].split("\n", 1)[0]
+    return prompt.split(f'<feed id="{feed_id}">\n', 1)[1].split("\n", 1)[0]
 
 
 def other_tasks(session: Any, before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
@@ -141,9 +141,12 @@ async def test_llm_source_uses_the_agents_model(tmp_path: Path) -> None:
     assert result.status == "ok" and result.answer == "noted"
     assert model.requests[0].messages[-1]["content"] == "Summarise the market in one line."
     prompt = system(model, 1)
-    assert "## mood\n\nMarkets are calm." in prompt
+    assert '<feed id="mood">\nMarkets are calm.' in prompt
     # A model the agent may not use: the slot says why; nothing was called for it.
-    assert "## other\n\n(unavailable: an llm action cannot use model 'openai/gpt-4o'" in prompt
+    assert (
+        "<feed id=\"other\">\n(unavailable: an llm action cannot use model 'openai/gpt-4o'"
+        in prompt
+    )
     assert len(model.requests) == 2
     await s.aclose()
 
@@ -180,8 +183,8 @@ async def test_workflow_source_and_a_failing_step(tmp_path: Path) -> None:
     result = await s.run("go")
     assert result.status == "ok", result.message
     prompt = system(model, 0)
-    assert '## totals\n\n{"total": 13}' in prompt
-    assert "## wrecked\n\n(unavailable: workflow 'broken' failed at step 'bad'" in prompt
+    assert '<feed id="totals">\n{"total": 13}' in prompt
+    assert "<feed id=\"wrecked\">\n(unavailable: workflow 'broken' failed at step 'bad'" in prompt
     updated = {e.feed_id: e.error for e in result.events if e.type == "feed_updated"}  # type: ignore[union-attr]
     assert updated["totals"] is None and "disk full" in str(updated["wrecked"])
     await s.aclose()
@@ -195,8 +198,9 @@ async def test_a_slow_source_times_out_in_its_slot(tmp_path: Path) -> None:
     s = build_session(model, transcript_dir=tmp_path, feeds=feeds)
     result = await s.run("go")
     assert result.status == "ok"
-    assert "## slow\n\n(unavailable: the source took more than 0.05 s (timed out))" in system(
-        model, 0
+    assert (
+        '<feed id="slow">\n(unavailable: the source took more than 0.05 s (timed out))'
+        in system(model, 0)
     )
     assert TICKER.cancelled == 1
     await s.aclose()
@@ -240,5 +244,7 @@ async def test_relic_source_reads_a_live_relic(tmp_path: Path) -> None:
     assert feed_text(system(model, 1), "city") == "Lyon"
     # A bad operation or an unknown relic: the refusal in the slot, the turn goes on.
     assert "(unavailable: relic 'store' has no operation 'explode'" in system(model, 0)
-    assert "## ghost\n\n(unavailable: unknown relic 'nowhere'; relics: store)" in system(model, 0)
+    assert "<feed id=\"ghost\">\n(unavailable: unknown relic 'nowhere'; relics: store)" in system(
+        model, 0
+    )
     await s.aclose()

@@ -116,9 +116,9 @@ async def test_all_seven_operations_when_allowed(tmp_path: Path) -> None:
         ("clear_context", "ok"),
     ]
     # The feed is in the prompt from the turn after it was added, after the stable part.
-    assert "## quote" not in system(model, 0)
+    assert '<feed id="quote">' not in system(model, 0)
     prompt = system(model, 1)
-    assert "## quote" in prompt and '"price": 101' in prompt
+    assert '<feed id="quote">' in prompt and '"price": 101' in prompt
     assert prompt.index("# Context feeds") > prompt.index("# Internal actions")
     listed = model.requests[2].messages[-1]["content"]
     assert '"id": "quote"' in listed and '"type": "on_demand"' in listed
@@ -149,8 +149,8 @@ async def test_context_feed_element_and_failing_source(tmp_path: Path) -> None:
     result = await s.run("go")
     assert result.status == "ok"
     prompt = system(model, 1)
-    assert "## clock" in prompt and " UTC (" in prompt
-    assert "## down\n\n(unavailable: ConnectionError: quote service down)" in prompt
+    assert '<feed id="clock">' in prompt and " UTC (" in prompt
+    assert '<feed id="down">\n(unavailable: ConnectionError: quote service down)' in prompt
     errors = [e.message for e in result.events if e.type == "action_error"]
     assert errors == [
         "context feed 'bad' was not created: invalid context feed: source needs exactly one "
@@ -185,7 +185,7 @@ async def test_tool_feed_and_run_status(tmp_path: Path) -> None:
 
     result = await s.run("go")
     assert result.status == "ok"
-    assert "## sum\n\n5" in system(model, 1)
+    assert '<feed id="sum">\n5' in system(model, 1)
     assert '"turn": 3' in system(model, 2) and '"succeeded": 2' in system(model, 2)
     await s.aclose()
 
@@ -211,8 +211,8 @@ async def test_feed_limits_in_the_prompt(tmp_path: Path) -> None:
     s = build_session(model, transcript_dir=tmp_path, feeds=feeds)
     await s.run("go")
     prompt = system(model, 0)
-    assert "## big" in prompt and "[truncated: " in prompt
-    assert len(prompt.split("## big")[1]) < 400
+    assert '<feed id="big">' in prompt and "[truncated: " in prompt
+    assert len(prompt.split('<feed id="big">')[1]) < 400
     await s.aclose()
 
 
