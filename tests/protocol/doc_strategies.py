@@ -13,29 +13,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-ALPHABET = st.sampled_from(list("ab <>/'\"=[]{},:\\\n\tactionthoughtresponse_é中"))
-small_text = st.text(ALPHABET, max_size=12)
+from .fuzz_docs import ALPHABET, HAZARDS  # one vocabulary for both generators
+
+small_text = st.text(st.sampled_from(ALPHABET), max_size=12)
 prose = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
-hazard = st.sampled_from(
-    [
-        "<",
-        ">",
-        "</",
-        "<thou",
-        "<thought",
-        "</thought",
-        "<action",
-        "</action",
-        "</action>",
-        "<response",
-        "<b>",
-        "a < b",
-        "'",
-        '"',
-        "\\",
-        "<context_feed",
-    ]
-)
+hazard = st.sampled_from(HAZARDS)
 text_piece = st.one_of(small_text, prose, hazard)
 plain_text = st.lists(text_piece, max_size=5).map("".join)
 
