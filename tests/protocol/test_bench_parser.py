@@ -31,6 +31,11 @@ def test_quick_parser_bench_reports_every_figure(
     assert 0 <= latency["p50"] <= latency["p99"]
     assert isinstance(latency["meets_goal"], bool)
     assert result["goal_ratio"] == 1.0
+    # It says which parser it measured: the one this run imported.
+    import cortex_kernel.protocol.parser as parser_module
+
+    compiled = not (parser_module.__file__ or "").endswith(".py")
+    assert result["build"] == ("mypyc" if compiled else "pure")
     assert result["min_ratio_json"] == min(c["ratio_json"] for c in result["chunks"].values())
     assert "ratio" in capsys.readouterr().out
 

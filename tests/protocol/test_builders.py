@@ -65,6 +65,7 @@ def _parse_comparing(monkeypatch: pytest.MonkeyPatch, text: str) -> _Compared:
     return compared
 
 
+@pytest.mark.pure_python
 @SETTINGS
 @given(documents)
 def test_fast_builder_equals_general_builder_on_documents(text: str) -> None:
@@ -72,6 +73,7 @@ def test_fast_builder_equals_general_builder_on_documents(text: str) -> None:
         _parse_comparing(monkeypatch, text)
 
 
+@pytest.mark.pure_python
 @SETTINGS
 @given(mutated_documents())
 def test_fast_builder_equals_general_builder_on_broken_documents(text: str) -> None:
@@ -79,6 +81,7 @@ def test_fast_builder_equals_general_builder_on_broken_documents(text: str) -> N
         _parse_comparing(monkeypatch, text)
 
 
+@pytest.mark.pure_python  # patches a name the compiled parser binds at build time
 def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     text = (
         '<action type="tool" id="x" mode="async" depends_on="a" output_key="k">'
