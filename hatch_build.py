@@ -11,7 +11,8 @@ Python prefers an extension module to a ``.py`` of the same name.
   or when compiling fails, it is the pure-Python wheel (with a message).
 - As a script, ``python hatch_build.py --out build/compiled``: a copy of the
   package with the compiled modules in place, which ``make test`` runs the
-  protocol tests against (``CORTEX_COMPILED_DIR``, see ``tests/conftest.py``).
+  protocol tests against (``CORTEX_COMPILED_DIR``, see ``tests/conftest.py``);
+  without a C compiler it builds nothing and ``make test`` says so.
 
 Both compile into ``build/compiled`` and reuse it while the sources it was
 built from are unchanged (a hash of them is kept beside it), so a wheel built
@@ -154,6 +155,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "compiled")
     args = parser.parse_args()
+    if not compiler_present():
+        # The pure-Python parser is the whole product then: nothing to build or test.
+        (args.out / _STAMP).unlink(missing_ok=True)
+        print("no C compiler: the compiled parser is not built", file=sys.stderr)
+        return
     for path in build_compiled(args.out.resolve()):
         print(path)
 
