@@ -120,7 +120,12 @@ def table(data: dict[str, Any]) -> str:
 
 def write_report(data: dict[str, Any], folder: Path) -> Path:
     """Write ``data`` as ``eval-<model>-<protocol>-<time>.json`` under ``folder``."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(data["model"]))[-60:]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(data["model"]))
+    if len(slug) > 60:
+        # Keep the model's kind (`replay`, `openai`…) and the end of the rest:
+        # cutting the front alone turned `replay:/a/long/path` into `eplay_…`.
+        kind = slug.split("_", 1)[0][:20]
+        slug = f"{kind}_{slug[-(59 - len(kind)) :]}"
     stamp = data["timestamp"].replace(":", "").replace("-", "")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"eval-{slug}-{data['protocol']}-{stamp}.json"
