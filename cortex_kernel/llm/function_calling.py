@@ -14,12 +14,18 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..runtime.ports import ToolCall
 
-__all__ = ["ToolCallAccumulator", "text_tool_calls", "tools_for_provider"]
+__all__ = [
+    "TextCallHold",
+    "ToolCallAccumulator",
+    "block_tool_calls",
+    "text_tool_calls",
+    "tools_for_provider",
+]
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -116,6 +122,122 @@ def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
                 )
             )
     return calls
+
+
+# Where a call written as text can begin: at a line start, a fence opening
+# a JSON value, <tool_call> or a JSON object.
+_DECIDED = re.compile(r"```(?:json)?\s*[{\[]|<tool_call>|\{", re.IGNORECASE)
+_UNDECIDED = re.compile(r"```(?:json)?\s*", re.IGNORECASE)
+_BLOCK_ENDS = {"```": "```", "<tool_call>": "</tool_call>"}
+
+
+def _line_starts(text: str, start: int) -> Iterator[int]:
+    """The positions at or after ``start`` where a line begins."""
+    if start == 0 or text[start - 1] == "\n":
+        position = start
+    else:
+        following = text.find("\n", start)
+        if following < 0:
+            return
+        position = following + 1
+    while True:
+        yield position
+        following = text.find("\n", position)
+        if following < 0:
+            return
+        position = following + 1
+
+
+def _could_start(head: str) -> bool:
+    """Whether a line that reads ``head`` so far may still become a call."""
+    lowered = head.lower()
+    if any(opener.startswith(lowered) for opener in _BLOCK_ENDS):
+        return True
+    if lowered.startswith("```"):
+        return "json".startswith(lowered[3:]) or bool(_UNDECIDED.fullmatch(head))
+    return False
+
+
+def block_tool_calls(text: str, known: Iterable[str]) -> list[ToolCall]:
+    """The calls in ``text`` written as blocks among other text.
+
+    A block starts a line: a fenced JSON value, ``<tool_call>…</tool_call>``
+    or a bare JSON object, holding calls as :func:`text_tool_calls` reads
+    them. Text between the blocks is ignored: after its first call a small
+    model goes on to imagine the results and an answer (Qwen2.5-Coder-1.5B
+    wrote two fenced calls, a sentence, then a call using their results).
+    """
+    names = list(known)
+    whole = text_tool_calls(text, names)
+    if whole:
+        return whole
+    calls: list[ToolCall] = []
+    decoder = json.JSONDecoder()
+    lowered = text.lower()
+    position = 0
+    while position < len(text):
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        line = text[position:line_end]
+        begin = position + len(line) - len(line.lstrip(" \t"))
+        opener = next((o for o in _BLOCK_ENDS if lowered.startswith(o, begin)), None)
+        end: int | None = None
+        if opener is not None:
+            close = lowered.find(_BLOCK_ENDS[opener], begin + len(opener))
+            end = len(text) if close < 0 else close + len(_BLOCK_ENDS[opener])
+        elif text.startswith("{", begin):
+            try:
+                end = decoder.raw_decode(text, begin)[1]
+            except json.JSONDecodeError:
+                end = None
+        if end is None:
+            position = line_end + 1
+            continue
+        calls += text_tool_calls(text[begin:end], names)
+        position = end
+    return calls
+
+
+class TextCallHold:
+    """Decides, as a tools-protocol answer streams, which text can be shown now.
+
+    From the first line that may start a call written as text (see
+    :func:`block_tool_calls`) to the end of the stream, text is held: when
+    the stream ends it is either calls or released then. Text before it
+    streams as usual; so does a code fence that turns out not to hold JSON.
+    """
+
+    def __init__(self) -> None:
+        self.sent = 0  # content[:sent] was passed on
+        self.held_from: int | None = None
+
+    def release(self, content: str) -> str:
+        """What of ``content`` (the text so far) can be passed on now."""
+        if self.held_from is not None:
+            return ""
+        stop = len(content)
+        for start in _line_starts(content, self.sent):
+            head = content[start:].lstrip(" \t")
+            if _DECIDED.match(head) or (start == 0 and head.startswith("[")):
+                self.held_from = stop = start
+                break
+            if _could_start(head):
+                stop = start  # may still become a call: wait for more
+                break
+        out = content[self.sent : stop]
+        self.sent = max(self.sent, stop)
+        return out
+
+    def finish(self, content: str, known: Iterable[str]) -> tuple[list[ToolCall], str]:
+        """At the stream's end: the calls held back, and the text still to pass on."""
+        if self.held_from is None:
+            rest, self.sent = content[self.sent :], len(content)
+            return [], rest
+        calls = block_tool_calls(content[self.held_from :], known)
+        if calls:
+            return calls, ""
+        rest, self.sent = content[self.sent :], len(content)
+        return [], rest
 
 
 def _is_call(item: Any, names: set[str]) -> bool:

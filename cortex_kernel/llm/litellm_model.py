@@ -64,7 +64,7 @@ from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
 from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
-from .function_calling import ToolCallAccumulator, text_tool_calls, tools_for_provider
+from .function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
 
 __all__ = [
     "DEFAULT_FIRST_TOKEN_TIMEOUT",
@@ -80,7 +80,6 @@ __all__ = [
 
 _configured = False
 # How tool calls written as text begin (see LiteLLMCompletion._holding).
-_CALL_STARTS = ("{", "[", "```", "<tool_call>")
 _lock = threading.Lock()
 
 #: Seconds to connect, and between two chunks once tokens flow.
@@ -382,8 +381,7 @@ class LiteLLMCompletion(Completion):
         self._prompt_estimate: int | None = None
         self._stream: Any = None
         self._agen: AsyncGenerator[str, None] | None = None
-        self._held = False  # text held back: it may be tool calls written as text
-        self._released = False  # some text was already passed on
+        self._hold = TextCallHold()  # text that may be tool calls written as text
         self._closed = False
         self._opened = False
         self._started = 0.0
@@ -457,9 +455,10 @@ class LiteLLMCompletion(Completion):
                         if text:
                             self._parts.append(text)
                             self._chars += len(text)
-                            if self._holding():
-                                continue
-                            yield self._release(text)
+                            if not self._text_calls_possible():
+                                yield text
+                            elif shown := self._hold.release(self.content):
+                                yield shown
                     break
                 except Exception as exc:
                     await self._close_stream()
@@ -486,48 +485,23 @@ class LiteLLMCompletion(Completion):
             if self._tools:
                 # Only now do we know how many calls came at once (sync vs async).
                 self.tool_calls = self._tools.calls()
-                yield tool_calls_to_protocol(self.tool_calls)
+                yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
             elif self._text_calls_possible():
-                # A server that returned its model's calls as text (see text_tool_calls).
+                # A server that returned its model's calls as text (see block_tool_calls).
                 names = [t.get("function", t).get("name") for t in self.request.tools or []]
-                self.tool_calls = text_tool_calls(self.content, [n for n in names if n])
+                self.tool_calls, rest = self._hold.finish(self.content, [n for n in names if n])
                 if self.tool_calls:
-                    # The calls' text was held back: the turn is the calls alone,
-                    # and the history gets them once, as tool_calls.
-                    yield tool_calls_to_protocol(self.tool_calls)
-                elif self._held:
-                    yield self._release("")
+                    # The calls' text was held back (and whatever the model imagined
+                    # after them): the history gets the calls once, as tool_calls.
+                    yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
+                elif rest:
+                    yield rest
         finally:
             await self._close_stream()
             self._finalize_usage()
 
     def _text_calls_possible(self) -> bool:
         return bool(self.request.tools) and self.request.protocol == "tools" and not self._tools
-
-    def _holding(self) -> bool:
-        """Whether to hold the text back: it may be tool calls written as text.
-
-        In the tools protocol a local server may stream its model's calls as
-        text (a JSON object, maybe fenced or in ``<tool_call>`` tags). Such
-        text is held until the stream ends, then read as calls; any other
-        text is released as soon as its start shows it is not a call.
-        """
-        if not self._text_calls_possible():
-            return False
-        if self._held or not self._released:
-            start = self.content.lstrip()
-            if any(c.startswith(start[: len(c)]) for c in _CALL_STARTS):
-                self._held = True
-                return True
-        return False
-
-    def _release(self, text: str) -> str:
-        """``text``, preceded by whatever was held back."""
-        if self._held or not self._released:
-            self._held = False
-            self._released = True
-            return self.content
-        return text
 
     def _got_token(self) -> bool:
         """Whether the first token (text or a tool-call delta) has come."""

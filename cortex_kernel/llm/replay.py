@@ -132,7 +132,7 @@ class _ReplayCompletion(Completion):
         text = str(record.get("content") or "")
         # A recorded transcript already holds the protocol text of its calls.
         if calls and record.get("type") != "model_turn":
-            text += tool_calls_to_protocol(calls)
+            text += tool_calls_to_protocol(calls, self._request.tools)
         self.tool_calls = calls
         tokens = tokenize(text)
         prompt_chars = sum(len(str(m.get("content") or "")) for m in self._request.messages)

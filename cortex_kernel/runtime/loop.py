@@ -83,7 +83,13 @@ from .run_events import (
 )
 from .run_result import RunResult
 from .scheduler import ActionNode, NodeState, Scheduler
-from .tool_calls import assistant_message, call_action_id, tool_result_message
+from .tool_calls import (
+    assistant_message,
+    call_action_id,
+    call_summary,
+    tool_result_message,
+    with_output_key,
+)
 from .tools import ToolRegistry
 from .transcript import TranscriptWriter
 from .variables import VariableStore
@@ -514,7 +520,7 @@ class Run:
         system = run.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
-        tools = run.tools.openai_schemas() if run.protocol == "tools" else None
+        tools = with_output_key(run.tools.openai_schemas()) if run.protocol == "tools" else None
         return CompletionRequest(messages=messages, tools=tools, protocol=run.protocol)
 
     def _note_failures(self, turn: _Turn, settled: list[ActionNode]) -> str | None:
@@ -686,16 +692,20 @@ class Run:
             action_id = call_action_id(call.id)
             by_id.pop(action_id, None)
             node = nodes.get(action_id)
+            called = call_summary(call)
             if node is not None and node.terminal:
                 status = _STATUS.get(node.state, "error")
-                value = node.result if status == "ok" else f"{status}: {node.error}"
+                text = (
+                    f"{called} returned: {render_value(node.result)}"
+                    if status == "ok"
+                    else f"{called} {status}: {node.error}"
+                )
                 names: tuple[str, ...] = (node.id,)
-                tool_results.append((call.id, render_value(value), names))
+                tool_results.append((call.id, text, names))
             else:
                 error = next((e for e in turn.errors if e.id == action_id), None)
-                tool_results.append(
-                    (call.id, f"error: {error.message}" if error else "pending", ())
-                )
+                text = f"{called} error: {error.message}" if error else f"{called} pending"
+                tool_results.append((call.id, text, ()))
         call_ids = {call_action_id(call.id) for call in turn.tool_calls}
         items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
             self._result_item(node) for node in settled if node.id in by_id

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .ports import Message, ToolCall
 
 __all__ = [
+    "OUTPUT_KEY_ARGUMENT",
     "assistant_message",
     "call_action_id",
+    "call_summary",
     "openai_tool_calls",
     "tool_call_to_action",
     "tool_calls_to_protocol",
     "tool_result_message",
+    "with_output_key",
 ]
 
 # An id goes into a double-quoted attribute: keep it to characters that can
@@ -41,27 +44,87 @@ def call_action_id(call_id: str) -> str:
     return _UNSAFE_ID.sub("_", call_id) or "call"
 
 
-def tool_call_to_action(call: ToolCall, mode: str) -> str:
+#: The optional argument :func:`with_output_key` gives every function.
+OUTPUT_KEY_ARGUMENT: dict[str, Any] = {
+    "type": "string",
+    "description": (
+        "Optional: a variable name to store the result in. "
+        "Write $name in your answer to show the value."
+    ),
+}
+
+
+def with_output_key(schemas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``schemas`` (OpenAI function shape), each with the optional ``output_key`` argument.
+
+    A function that already takes an argument of that name keeps its own.
+    """
+    out: list[dict[str, Any]] = []
+    for schema in schemas:
+        function = schema.get("function")
+        if not isinstance(function, dict):
+            out.append(schema)
+            continue
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        properties = parameters.get("properties") or {}
+        if "output_key" in properties:
+            out.append(schema)
+            continue
+        parameters = {**parameters, "properties": {**properties, "output_key": OUTPUT_KEY_ARGUMENT}}
+        out.append({**schema, "function": {**function, "parameters": parameters}})
+    return out
+
+
+def _keyed(schemas: Sequence[dict[str, Any]] | None) -> frozenset[str]:
+    """The functions whose ``output_key`` argument is ours (added by :func:`with_output_key`)."""
+    names: set[str] = set()
+    for schema in schemas or ():
+        function = schema.get("function", schema)
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        if properties.get("output_key") == OUTPUT_KEY_ARGUMENT:
+            names.add(str(function.get("name")))
+    return frozenset(names)
+
+
+def tool_call_to_action(call: ToolCall, mode: str, keyed: Collection[str] = ()) -> str:
     """One call as protocol text: ``<action type="tool" mode=… id=…>{…}</action>``.
 
     Arguments that are not valid JSON are embedded as written, so the parser
     reports (or leniently repairs) them like any malformed action body —
-    the model sees that error in its next turn.
+    the model sees that error in its next turn. For a function in ``keyed``
+    the ``output_key`` argument becomes the action's attribute.
     """
     name = json.dumps(call.name)
     arguments = call.arguments.strip() or "{}"
+    attributes = ""
     try:
-        parameters = json.dumps(json.loads(arguments), ensure_ascii=False)
+        value = json.loads(arguments)
     except json.JSONDecodeError:
         parameters = arguments
+    else:
+        if call.name in keyed and isinstance(value, dict) and "output_key" in value:
+            key = value.pop("output_key")
+            if isinstance(key, str) and key.strip():
+                # Attribute-safe; a name that is no identifier gets the runtime's warning.
+                attributes = f' output_key="{_UNSAFE_ID.sub("_", key.strip().lstrip("$"))}"'
+        parameters = json.dumps(value, ensure_ascii=False)
     body = f'{{"name": {name}, "parameters": {parameters}}}'
-    return f'<action type="tool" mode="{mode}" id="{call_action_id(call.id)}">{body}</action>'
+    action_id = call_action_id(call.id)
+    return f'<action type="tool" mode="{mode}" id="{action_id}"{attributes}>{body}</action>'
 
 
-def tool_calls_to_protocol(calls: Sequence[ToolCall]) -> str:
-    """All the calls of one turn: ``sync`` when there is one, ``async`` when several."""
+def tool_calls_to_protocol(
+    calls: Sequence[ToolCall], schemas: Sequence[dict[str, Any]] | None = None
+) -> str:
+    """All the calls of one turn: ``sync`` when there is one, ``async`` when several.
+
+    ``schemas`` are the functions the request offered: those given the
+    ``output_key`` argument by :func:`with_output_key` have it moved to the
+    action's attribute.
+    """
     mode = "sync" if len(calls) == 1 else "async"
-    return "".join(tool_call_to_action(call, mode) for call in calls)
+    keyed = _keyed(schemas)
+    return "".join(tool_call_to_action(call, mode, keyed) for call in calls)
 
 
 def assistant_message(content: str, calls: Sequence[ToolCall]) -> Message:
@@ -86,6 +149,29 @@ def openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
         }
         for call in calls
     ]
+
+
+def call_summary(call: ToolCall, limit: int = 200) -> str:
+    """``name(key="value", …)``: the call a tool message answers, written out.
+
+    A tool message alone says only ``Japan``; small models lose track of
+    which question that answers (Qwen2.5-Coder-1.5B echoed the user's
+    question back), so each result is introduced by its call.
+    """
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        arguments = None
+    if isinstance(arguments, dict):
+        inner = ", ".join(
+            f"{key}={json.dumps(value, ensure_ascii=False)}"
+            for key, value in arguments.items()
+            if key != "output_key"
+        )
+    else:
+        inner = "…"
+    text = f"{call.name}({inner})"
+    return text if len(text) <= limit else text[: limit - 2] + "…)"
 
 
 def tool_result_message(call_id: str, content: str) -> Message:

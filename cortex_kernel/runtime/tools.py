@@ -92,10 +92,18 @@ class Tool:
             validated = self._model.model_validate(arguments)
         except ValidationError as exc:
             problems = []
+            several = False
             for error in exc.errors(include_url=False):
                 where = ".".join(str(p) for p in error["loc"]) or "(all)"
                 problems.append(f"parameter '{where}': {error['msg']}")
+                several = several or isinstance(error.get("input"), list | tuple)
             message = f"bad parameters for tool '{self.name}': " + "; ".join(problems)
+            if several:
+                # Seen from small models: every city in one call's `city`.
+                message += (
+                    f". It takes one value: for several, call '{self.name}' once per "
+                    "value (calls made together run in parallel)"
+                )
             raise ToolError(message) from None
         return {key: getattr(validated, key) for key in type(validated).model_fields}
 

@@ -83,7 +83,11 @@ def test_agent_cell_options_apply_to_that_cell_only(cortex: Kernel, server: Fake
     first, second = server.requests[-2].body, server.requests[-1].body
     assert (first["temperature"], first["max_tokens"]) == (0.5, 99)
     assert [t["function"]["name"] for t in first["tools"]] == ["double"]
-    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "double(n=21) returned: 42",
+    }
     # The next cell is back to the notebook's own options and protocol.
     server.stream("<response>ok</response>")
     assert cortex.run("Again").status == "ok"

@@ -87,7 +87,10 @@ def test_native_tool_results_count_against_the_turn_budget(kernel: Kernel) -> No
     assert [m["tool_call_id"] for m in results] == [f"call_{i}" for i in range(50)]
     # Uncapped: 50 x 4,000 characters (each cut only to limits.result_chars).
     assert sum(len(m["content"]) for m in results) < 8000 * 4 * 1.1
-    assert all(m["content"].startswith(f"report {i}: ") for i, m in enumerate(results))
+    assert all(
+        m["content"].startswith(f"report(i={i}) returned: report {i}: ")
+        for i, m in enumerate(results)
+    )
     assert "the full value is in $call_7" in results[7]["content"]
     note = messages[-1]
     assert note["role"] == "user"

@@ -151,7 +151,51 @@ async def test_native_tool_calls_run_and_answer_with_tool_messages(
     assistant = next(m for m in sent if m["role"] == "assistant")
     assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
     answers = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
-    assert answers == {"call_1": "5", "call_2": "2"}
+    # Each result says which call it answers (small models lose track otherwise).
+    assert answers == {"call_1": "add(a=2, b=3) returned: 5", "call_2": "add(a=1, b=1) returned: 2"}
+
+
+async def test_function_calls_bind_output_keys_and_fill_the_answer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Function calling has no attributes: ``output_key`` is an optional argument
+    of every function, moved to the action, so ``$name`` works in the answer."""
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @tools.register
+    def tag(text: str, output_key: str) -> str:
+        """A tool with its own ``output_key`` argument keeps it."""
+        return f"{text}:{output_key}"
+
+    server.tool_calls(
+        [
+            ("call_1", "add", '{"a": 2, "b": 3, "output_key": "total"}'),
+            ("call_2", "tag", '{"text": "t", "output_key": "mine"}'),
+        ]
+    )
+    server.stream("The total is $total.")
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("add 2 and 3")
+    assert (result.status, result.answer) == ("ok", "The total is 5.")
+    assert session.variables["total"] == 5
+    offered = {t["function"]["name"]: t["function"] for t in server.requests[0].body["tools"]}
+    assert "output_key" in offered["add"]["parameters"]["properties"]
+    assert "output_key" not in offered["add"]["parameters"].get("required", [])
+    sent = server.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == [
+        "add(a=2, b=3) returned: 5",
+        'tag(text="t") returned: t:mine',
+    ]
+    assert "mine" not in session.variables
 
 
 @pytest.mark.parametrize(
@@ -187,7 +231,7 @@ async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
         "name": "add",
         "arguments": '{"a": 2, "b": 3}',
     }
-    assert [m["content"] for m in sent if m["role"] == "tool"] == ["5"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == ["add(a=2, b=3) returned: 5"]
     assert assistant["content"] == ""  # the call's text is not echoed besides tool_calls
     assert "add" not in result.answer
 
@@ -218,7 +262,7 @@ async def test_text_calls_over_several_turns_get_their_own_ids(
     assert not [e for e in result.events if e.type == "action_error" and "duplicate" in e.message]
     sent = server.requests[3].body["messages"]
     answers = [m["content"] for m in sent if m["role"] == "tool"]
-    assert answers[:2] == ["5", "6"]
+    assert answers[:2] == ["add(a=2, b=3) returned: 5", "add(a=5, b=1) returned: 6"]
     # An unknown tool written in the call shape is a call: its error lists the tools.
     assert "unknown tool 'reverse'" in answers[2] and "available tools: add" in answers[2]
 
@@ -234,3 +278,78 @@ async def test_text_that_only_mentions_a_tool_stays_an_answer(
     assert [c.name for c in text_tool_calls('[{"name": "add", "arguments": "{}"}]', ["add"])] == [
         "add"
     ]
+
+
+# What Qwen2.5-Coder-1.5B wrote for "What is the total population of Nice and
+# Lille together?" with function calling: fenced calls, a sentence, a call
+# using the first two's results, then a call it imagined as the answer.
+PLANNED_CALLS = (
+    '```json\n{\n  "name": "population",\n  "arguments": {\n    "city": "Nice",\n'
+    '    "output_key": "nice"\n  }\n}\n```\n'
+    '```json\n{"name": "population", "arguments": {"city": "Lille", '
+    '"output_key": "lille"}}\n```\n\n'
+    "To get the total population, you can add these two values together:\n"
+    '```json\n{"name": "add", "arguments": {"a": "$nice", "b": "$lille", '
+    '"output_key": "total"}}\n```\n\n'
+    "The total population is 584795."
+)
+
+
+async def test_calls_written_as_blocks_among_text_run_and_chain(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def population(city: str) -> int:
+        """Population of a city."""
+        return {"Nice": 348_085, "Lille": 236_710}[city]
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    server.stream(PLANNED_CALLS, chunk_size=3)
+    server.stream("Together: $total.")
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("What is the total population of Nice and Lille together?")
+    assert (result.status, result.answer) == ("ok", "Together: 584795.")
+    sent = server.requests[1].body["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == [
+        "population",
+        "population",
+        "add",
+    ]
+    # Neither the calls' text nor the answer it imagined goes back as its own words.
+    assert assistant["content"] == ""
+    assert [m["content"] for m in sent if m["role"] == "tool"][2] == (
+        'add(a="$nice", b="$lille") returned: 584795'
+    )
+
+
+async def test_a_code_block_in_an_answer_stays_the_answer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    answer = 'Use a slice:\n```python\nitems[::-1]\n```\nOr as JSON:\n```json\n{"a": 1}\n```'
+    server.stream(answer, chunk_size=2)
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("How do I reverse a list?")
+    assert (result.status, result.answer) == ("ok", answer)
+    assert len(server.requests) == 1

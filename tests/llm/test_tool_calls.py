@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cortex_kernel.llm.function_calling import ToolCallAccumulator, tools_for_provider
+from cortex_kernel.llm.function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
 from cortex_kernel.llm.replay import ReplayModel
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.protocol.parser_events import ActionErrorEvent, ActionParsed
@@ -177,3 +179,43 @@ async def test_replayed_calls_are_translated_like_streamed_ones(tmp_path: Path) 
     text = "".join(await collect(completion))
     assert text == "Two calls." + tool_calls_to_protocol(calls)
     assert completion.tool_calls == calls
+
+
+HOLD_CASES = [
+    # (content, calls expected, text shown before the stream ends)
+    ("The answer is 5.", [], "The answer is 5."),
+    ('Call {"name": "search", "arguments": {}} to search.', [], "Call"),
+    ("Use:\n```python\nx[::-1]\n```\nDone.", [], "Use:\n```python\nx[::-1]\n```\nDone."),
+    (
+        'Let me look.\n<tool_call>\n{"name": "search", "arguments": {"q": "a"}}\n'
+        "</tool_call>\nIt is 5.",
+        ["search"],
+        "Let me look.\n",
+    ),
+    ('```json\n{"name": "search", "arguments": {"q": "a"}}\n```\nThe result is 5.', ["search"], ""),
+    (
+        '{"name": "search", "arguments": {"q": "a"}}\n{"name": "search", "arguments": {"q": "b"}}',
+        ["search", "search"],
+        "",
+    ),
+    ('Here:\n```json\n{"a": 1}\n```', [], "Here:\n"),
+]
+
+
+@pytest.mark.parametrize(("content", "names", "shown"), HOLD_CASES)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=12))
+def test_text_call_hold_under_any_chunking(
+    content: str, names: list[str], shown: str, cuts: list[int]
+) -> None:
+    hold = TextCallHold()
+    passed = ""
+    for cut in [*sorted({c for c in cuts if c < len(content)}), len(content)]:
+        passed += hold.release(content[:cut])
+    # What streams early is at least what can never be a call...
+    assert passed.startswith(shown.split("{")[0].split("`")[0].rstrip("\n"))
+    calls, rest = hold.finish(content, ["search"])
+    assert [call.name for call in calls] == names
+    if names:
+        assert passed == shown and rest == ""  # the calls and what follows them are held
+    else:
+        assert passed + rest == content  # nothing is lost, nothing doubled

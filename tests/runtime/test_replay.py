@@ -183,6 +183,10 @@ async def test_replayed_tool_calls_through_a_session(tmp_path: Path) -> None:
     assert result.answer == "9 and 16"
     history = s.history()
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
-    assert history[2] == {"role": "tool", "tool_call_id": "call_a", "content": "9"}
+    assert history[2] == {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": "sq(n=3) returned: 9",
+    }
     assert history[1]["content"] == ""  # the calls travel as tool_calls, not twice
     await s.aclose()

@@ -370,7 +370,11 @@ async def test_tool_calls_are_answered_with_tool_messages(tmp_path: Path) -> Non
     assert result.answer == "two"
     messages = model.requests[1].messages
     assert messages[-2]["tool_calls"][0]["id"] == "call_1"
-    assert messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "2"}
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "add(a=2) returned: 2",
+    }
     assert model.requests[0].tools and model.requests[0].tools[0]["function"]["name"] == "add"
     await s.aclose()
 

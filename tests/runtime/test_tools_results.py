@@ -32,6 +32,23 @@ def test_schema_from_type_hints() -> None:
     assert search("x") == []  # still a plain function
 
 
+async def test_a_list_for_one_value_says_to_call_once_per_value() -> None:
+    # Seen from Qwen2.5-Coder-1.5B: population(city=["Paris", "Marseille"]),
+    # then it asked the user to type the cities again.
+    tools = ToolRegistry()
+
+    @tools.register
+    def population(city: str) -> int:
+        return 1
+
+    with pytest.raises(ToolError) as error:
+        await tools.get("population").call({"city": ["Paris", "Marseille"]})
+    assert "call 'population' once per value" in str(error.value)
+    with pytest.raises(ToolError) as error:
+        await tools.get("population").call({"city": 3.5})
+    assert "once per value" not in str(error.value)
+
+
 async def test_sync_and_async_tools_validate_and_coerce() -> None:
     tools = ToolRegistry()
 
