@@ -10,6 +10,7 @@ import pytest
 from cortex_kernel.agent import build_session
 from cortex_kernel.llm import ProtocolPrompt
 from cortex_kernel.runtime.session import Session
+from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAI
 from tests.llm.support import make_model
 
@@ -35,6 +36,18 @@ def session_for(server: FakeOpenAI, tmp_path: Path, **options: object) -> Sessio
         prompt=ProtocolPrompt(),
         transcript_dir=tmp_path,
     )
+
+
+def adder() -> ToolRegistry:
+    """A tool registry with one tool, ``add(a, b)``."""
+    tools = ToolRegistry()
+
+    @tools.register
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return tools
 
 
 async def test_a_two_turn_run_with_a_sync_cut(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -121,14 +134,7 @@ async def test_the_key_never_leaks(
 async def test_native_tool_calls_run_and_answer_with_tool_messages(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    from cortex_kernel.runtime.tools import ToolRegistry
-
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    tools = adder()
 
     server.tool_calls(
         [("call_1", "add", '{"a": 2, "b": 3}'), ("call_2", "add", '{"a": 1, "b": 1}')]
@@ -160,14 +166,7 @@ async def test_function_calls_bind_output_keys_and_fill_the_answer(
 ) -> None:
     """Function calling has no attributes: ``output_key`` is an optional argument
     of every function, moved to the action, so ``$name`` works in the answer."""
-    from cortex_kernel.runtime.tools import ToolRegistry
-
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    tools = adder()
 
     @tools.register
     def tag(text: str, output_key: str) -> str:
@@ -209,14 +208,7 @@ async def test_function_calls_bind_output_keys_and_fill_the_answer(
 async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
     server: FakeOpenAI, tmp_path: Path, content: str
 ) -> None:
-    from cortex_kernel.runtime.tools import ToolRegistry
-
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    tools = adder()
 
     server.stream(content)
     server.stream("The sum is 5.")
@@ -241,14 +233,7 @@ async def test_text_calls_over_several_turns_get_their_own_ids(
 ) -> None:
     """Seen from Qwen2.5-Coder-1.5B: every turn's call was ``call_text_1``, and the
     second turn's was refused as a duplicate of the first (which had succeeded)."""
-    from cortex_kernel.runtime.tools import ToolRegistry
-
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    tools = adder()
 
     server.stream('```json\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n```')
     server.stream('```json\n{"name": "add", "arguments": {"a": 5, "b": 1}}\n```')
@@ -298,8 +283,6 @@ PLANNED_CALLS = (
 async def test_calls_written_as_blocks_among_text_run_and_chain(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    from cortex_kernel.runtime.tools import ToolRegistry
-
     tools = ToolRegistry()
 
     @tools.register
@@ -336,14 +319,7 @@ async def test_calls_written_as_blocks_among_text_run_and_chain(
 async def test_a_code_block_in_an_answer_stays_the_answer(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    from cortex_kernel.runtime.tools import ToolRegistry
-
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    tools = adder()
 
     answer = 'Use a slice:\n```python\nitems[::-1]\n```\nOr as JSON:\n```json\n{"a": 1}\n```'
     server.stream(answer, chunk_size=2)
