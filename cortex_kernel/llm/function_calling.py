@@ -11,6 +11,7 @@ protocol text then, with :func:`cortex_kernel.runtime.tool_calls.tool_calls_to_p
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import re
@@ -23,6 +24,7 @@ __all__ = [
     "TextCallHold",
     "ToolCallAccumulator",
     "block_tool_calls",
+    "python_call",
     "text_tool_calls",
     "tools_for_provider",
 ]
@@ -148,14 +150,56 @@ def _line_starts(text: str, start: int) -> Iterator[int]:
         position = following + 1
 
 
-def _could_start(head: str) -> bool:
+def _could_start(head: str, names: Iterable[str] = ()) -> bool:
     """Whether a line that reads ``head`` so far may still become a call."""
     lowered = head.lower()
     if any(opener.startswith(lowered) for opener in _BLOCK_ENDS):
         return True
     if lowered.startswith("```"):
         return "json".startswith(lowered[3:]) or bool(_UNDECIDED.fullmatch(head))
-    return False
+    return "\n" not in head and any(f"{name}(".startswith(lowered) for name in names)
+
+
+_PYTHON_CALL = re.compile(r"([A-Za-z_]\w*)\(")
+
+
+def _by_lower(known: Iterable[str]) -> dict[str, str]:
+    return {name.lower(): name for name in known}
+
+
+def python_call(line: str, known: Iterable[str]) -> ToolCall | None:
+    """``name(key=value, …)`` at the start of ``line``, naming a known tool in any case.
+
+    Seen from Qwen2.5-Coder-1.5B once each tool message names its call
+    (``to_fahrenheit(celsius=15) returned: 59.0``): it wrote its next call
+    in that syntax, followed by the result it imagined —
+    ``To_fahrenheit(celsius=15) returned: 59.0``. Only keyword arguments
+    with literal values count; anything else is text.
+    """
+    names = _by_lower(known)
+    match = _PYTHON_CALL.match(line)
+    if match is None or match.group(1).lower() not in names:
+        return None
+    closing = match.end() - 1
+    while (closing := line.find(")", closing + 1)) >= 0:
+        try:
+            node = ast.parse(line[: closing + 1], mode="eval").body
+        except SyntaxError:
+            continue
+        if not isinstance(node, ast.Call) or node.args:
+            return None
+        try:
+            arguments = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        except ValueError:
+            return None
+        if len(arguments) != len(node.keywords):
+            return None  # **kwargs
+        return ToolCall(
+            id=f"call_text_{next(_TEXT_CALLS)}",
+            name=names[match.group(1).lower()],
+            arguments=json.dumps(arguments, ensure_ascii=False),
+        )
+    return None
 
 
 def block_tool_calls(text: str, known: Iterable[str]) -> list[ToolCall]:
@@ -163,9 +207,10 @@ def block_tool_calls(text: str, known: Iterable[str]) -> list[ToolCall]:
 
     A block starts a line: a fenced JSON value, ``<tool_call>…</tool_call>``
     or a bare JSON object, holding calls as :func:`text_tool_calls` reads
-    them. Text between the blocks is ignored: after its first call a small
-    model goes on to imagine the results and an answer (Qwen2.5-Coder-1.5B
-    wrote two fenced calls, a sentence, then a call using their results).
+    them, or a call in Python syntax (:func:`python_call`). Text between
+    the blocks is ignored: after its first call a small model goes on to
+    imagine the results and an answer (Qwen2.5-Coder-1.5B wrote two fenced
+    calls, a sentence, then a call using their results).
     """
     names = list(known)
     whole = text_tool_calls(text, names)
@@ -191,6 +236,9 @@ def block_tool_calls(text: str, known: Iterable[str]) -> list[ToolCall]:
             except json.JSONDecodeError:
                 end = None
         if end is None:
+            call = python_call(text[begin:line_end], names)
+            if call is not None:
+                calls.append(call)
             position = line_end + 1
             continue
         calls += text_tool_calls(text[begin:end], names)
@@ -207,9 +255,10 @@ class TextCallHold:
     streams as usual; so does a code fence that turns out not to hold JSON.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, known: Iterable[str] = ()) -> None:
         self.sent = 0  # content[:sent] was passed on
         self.held_from: int | None = None
+        self._names = tuple(_by_lower(known))
 
     def release(self, content: str) -> str:
         """What of ``content`` (the text so far) can be passed on now."""
@@ -218,15 +267,23 @@ class TextCallHold:
         stop = len(content)
         for start in _line_starts(content, self.sent):
             head = content[start:].lstrip(" \t")
-            if _DECIDED.match(head) or (start == 0 and head.startswith("[")):
+            if (
+                _DECIDED.match(head)
+                or (start == 0 and head.startswith("["))
+                or self._python_call_start(head)
+            ):
                 self.held_from = stop = start
                 break
-            if _could_start(head):
+            if _could_start(head, self._names):
                 stop = start  # may still become a call: wait for more
                 break
         out = content[self.sent : stop]
         self.sent = max(self.sent, stop)
         return out
+
+    def _python_call_start(self, head: str) -> bool:
+        match = _PYTHON_CALL.match(head)
+        return match is not None and match.group(1).lower() in self._names
 
     def finish(self, content: str, known: Iterable[str]) -> tuple[list[ToolCall], str]:
         """At the stream's end: the calls held back, and the text still to pass on."""

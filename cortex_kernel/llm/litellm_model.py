@@ -381,7 +381,8 @@ class LiteLLMCompletion(Completion):
         self._prompt_estimate: int | None = None
         self._stream: Any = None
         self._agen: AsyncGenerator[str, None] | None = None
-        self._hold = TextCallHold()  # text that may be tool calls written as text
+        # Text that may be tool calls written as text (tools protocol).
+        self._hold = TextCallHold(t.get("function", t).get("name", "") for t in request.tools or [])
         self._closed = False
         self._opened = False
         self._started = 0.0

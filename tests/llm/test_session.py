@@ -329,3 +329,33 @@ async def test_a_code_block_in_an_answer_stays_the_answer(
     result = await session.run("How do I reverse a list?")
     assert (result.status, result.answer) == ("ok", answer)
     assert len(server.requests) == 1
+
+
+async def test_a_call_in_the_syntax_of_the_tool_messages_is_a_call(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Seen from Qwen2.5-Coder-1.5B for "Convert that temperature to Fahrenheit":
+    its call in the syntax of the tool messages it had seen, with the result it
+    imagined (and the wrong case)."""
+    tools = ToolRegistry()
+    ran: list[float] = []
+
+    @tools.register
+    def to_fahrenheit(celsius: float) -> float:
+        """Convert a temperature from Celsius to Fahrenheit."""
+        ran.append(celsius)
+        return round(celsius * 9 / 5 + 32, 1)
+
+    server.stream("To_fahrenheit(celsius=15) returned: 60.0", chunk_size=4)
+    server.stream("It is 59 °F.")
+    session = build_session(
+        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("Convert 15 °C to Fahrenheit.")
+    assert (result.status, result.answer, ran) == ("ok", "It is 59 °F.", [15])
+    sent = server.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == [
+        "to_fahrenheit(celsius=15) returned: 59.0"
+    ]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["content"] == ""  # the imagined 60.0 is not kept as its words

@@ -199,6 +199,9 @@ HOLD_CASES = [
         "",
     ),
     ('Here:\n```json\n{"a": 1}\n```', [], "Here:\n"),
+    # A call in the syntax of the tool messages, with the result it imagined.
+    ('Search(q="cats") returned: 5 cats', ["search"], ""),
+    ("Searching is done.\nsearch(3) is positional", [], "Searching is done.\n"),
 ]
 
 
@@ -207,7 +210,7 @@ HOLD_CASES = [
 def test_text_call_hold_under_any_chunking(
     content: str, names: list[str], shown: str, cuts: list[int]
 ) -> None:
-    hold = TextCallHold()
+    hold = TextCallHold(["search"])
     passed = ""
     for cut in [*sorted({c for c in cuts if c < len(content)}), len(content)]:
         passed += hold.release(content[:cut])
