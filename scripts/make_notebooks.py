@@ -185,24 +185,35 @@ write(
         code("mean_temp, _response"),
     ],
 )
-# The drift section needs its recording (scripts/record_local_model.py).
+# The drift section replays a function-calling session recorded against the
+# live model with the tools of notebook 04 (the transcript keeps, under
+# `written`, what the model wrote when calls were read out of its text).
 DRIFT_CELLS = (
     [
         new_markdown_cell(
             "## A drift the runtime absorbs\n\n"
-            "With the shipped prompt (v1), this model often wrote the first sentence of "
-            "the prompt's worked example and stopped in the middle of an action tag. "
-            "Before issue 9 such a run ended `ok` with an **empty answer**. Now the "
-            "runtime asks once for the final response (a *repair turn*). The first turn "
-            "below is the model's recorded output from the v1 eval run; the next ones "
-            "are the live model's answers after the repair request "
-            "(`data/local_model_drift.jsonl`)."
+            "With function calling (`--protocol tools`), llama-cpp-python's server "
+            "returns this model's calls as *text*, and the model drifts from the format. "
+            "Recorded against the live model at temperature 0 "
+            "(`data/local_model_drift.jsonl`): for the follow-up below it made no call. "
+            "It wrote a tool response it *imagined*, in the syntax of the results it had "
+            "seen — `to_fahrenheit(celsius=15) returned: 59.0` inside `<tool_response>` "
+            "tags. The runtime reads the call in it, runs the real tool, drops the "
+            "imagined result, and the model answers from the real one. The transcript "
+            "keeps what the model wrote (`written`)."
         ),
-        code(
-            "%%agent --model replay:data/local_model_drift.jsonl\n"
-            "What is the weather in Paris and in Lille?"
-        ),
+        code("%model replay:data/local_model_drift.jsonl --protocol tools"),
+        code("What is the weather in Lyon?"),
+        code("Convert that temperature to Fahrenheit."),
         code(SHOW_RUN),
+        code(
+            "%%python\n"
+            "import json\n\n"
+            "for line in open('data/local_model_drift.jsonl'):\n"
+            "    record = json.loads(line)\n"
+            "    if record['type'] == 'model_turn' and 'written' in record:\n"
+            "        print(repr(record['written']))"
+        ),
     ]
     if (HERE / "data" / "local_model_drift.jsonl").exists()
     else []

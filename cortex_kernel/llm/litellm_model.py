@@ -493,7 +493,9 @@ class LiteLLMCompletion(Completion):
                 self.tool_calls, rest = self._hold.finish(self.content, [n for n in names if n])
                 if self.tool_calls:
                     # The calls' text was held back (and whatever the model imagined
-                    # after them): the history gets the calls once, as tool_calls.
+                    # after them): the history gets the calls once, as tool_calls;
+                    # the transcript keeps what the model wrote.
+                    self.written = self.content
                     yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
                 elif rest:
                     yield rest

@@ -114,6 +114,7 @@ class _Turn:
 
     number: int
     text: str = ""
+    written: str | None = None  # the model's own text, when calls were read out of it
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     reason: Literal["stream_end", "sync_action", "error", "cancelled"] = "stream_end"
@@ -573,6 +574,7 @@ class Run:
                     if cut_at is None and turn.limit is None:
                         await self._handle(parser.close(), turn)
                 turn.tool_calls = list(completion.tool_calls)
+                turn.written = getattr(completion, "written", None)
                 turn.usage = completion.usage
         except anyio.get_cancelled_exc_class():
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="cancelled"))
@@ -590,8 +592,13 @@ class Run:
         turn.text = text if cut_at is None else text[:cut_at]
         turn.reason = "sync_action" if turn.cut_by is not None else "stream_end"
         if self.transcript is not None:
+            written = turn.written
             self.transcript.write_model_turn(
-                number, self.clock(), self.redactor.text(turn.text), turn.tool_calls
+                number,
+                self.clock(),
+                self.redactor.text(turn.text),
+                turn.tool_calls,
+                written=None if written is None else self.redactor.text(written),
             )
         self.emit(TurnEnded(t=self.clock(), turn=number, reason=turn.reason, usage=turn.usage))
         return turn

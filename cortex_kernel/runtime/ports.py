@@ -139,10 +139,14 @@ class Completion(ABC):
 
     usage: Usage
     tool_calls: list[ToolCall]
+    #: The model's own text, when the adapter read calls out of it (calls
+    #: written as text): the protocol text differs, the transcript keeps both.
+    written: str | None
 
     def __init__(self) -> None:
         self.usage = Usage()
         self.tool_calls = []
+        self.written = None
 
     @abstractmethod
     def __aiter__(self) -> AsyncIterator[str]:

@@ -16,6 +16,9 @@ turn, which is not an event::
 
 ``content`` is the assistant text exactly as the run kept it (cut at the
 ``</action>`` of a sync action); ``ReplayModel`` replays these records.
+When the adapter read tool calls out of the model's text (function calling
+with a server that returns calls as text), ``written`` holds that text as the
+model wrote it, the result it imagined after its calls included.
 Events that arrive after the run finished (``fire_and_forget`` actions) are
 appended to the same file.
 """
@@ -111,12 +114,20 @@ class TranscriptWriter:
         self.write_line(event.to_json())
 
     def write_model_turn(
-        self, turn: int, t: float, content: str, tool_calls: list[ToolCall]
+        self,
+        turn: int,
+        t: float,
+        content: str,
+        tool_calls: list[ToolCall],
+        *,
+        written: str | None = None,
     ) -> None:
-        """Record the raw text of one turn."""
+        """Record the raw text of one turn (and the model's own, when calls were read from it)."""
         record: dict[str, Any] = {"type": "model_turn", "turn": turn, "t": t, "content": content}
         if tool_calls:
             record["tool_calls"] = openai_tool_calls(tool_calls)
+        if written is not None:
+            record["written"] = written
         self.write_line(json.dumps(record, ensure_ascii=False))
 
     def close(self) -> None:

@@ -359,3 +359,11 @@ async def test_a_call_in_the_syntax_of_the_tool_messages_is_a_call(
     ]
     assistant = next(m for m in sent if m["role"] == "assistant")
     assert assistant["content"] == ""  # the imagined 60.0 is not kept as its words
+    # ... but the transcript keeps what the model wrote.
+    [turn] = [r for r in _records(tmp_path) if r["type"] == "model_turn" and "written" in r]
+    assert turn["written"] == "To_fahrenheit(celsius=15) returned: 60.0"
+    assert turn["tool_calls"][0]["function"]["name"] == "to_fahrenheit"
+
+
+def _records(folder: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for text in _read_all(folder) for line in text.splitlines()]
