@@ -1,25 +1,41 @@
-"""The model path's cost: litellm + our adapter + the parser, against raw httpx.
+"""The model path's cost per streamed chunk: provider bytes to parser events and view.
 
-A loopback OpenAI-compatible server (``tests/llm/fake_openai.py``) streams a
-protocol document as SSE chunks of 4 characters. Three figures:
+A loopback OpenAI-compatible server (``tests/llm/fake_openai.py``, in a child
+process so it does not compete for the GIL) streams a protocol document as
+SSE chunks of 4 characters, through litellm's real HTTP path. Figures:
 
 1. **First event** — from the server's first body byte (stamped just before
    the write) to the first parser event in our hands, through
    ``LiteLLMModel.stream`` → ``Parser.feed``; beside it the first text chunk
    out of our adapter, and the first content delta of a raw httpx reader.
    The document opens with ``<thought>`` in 4-character chunks, so the first
-   event needs three chunks (the parser holds a partial tag back): at
-   1,000 chunks/s that alone is ~2 ms.
+   event needs three chunks (the parser holds a partial tag back).
 2. **Paced** — at 1,000 chunks/s, the delay from each chunk's send to its
-   arrival (parser events for ours, the decoded delta for raw httpx);
-   median and p99, and our overhead (ours − raw).
-3. **Unpaced** — the server sends as fast as it can; client time per chunk
-   for both paths and the difference: the per-chunk CPU cost of our path.
+   text passing the parser (ours) or its decoded delta (raw httpx); median,
+   p99 and our overhead.
+3. **Unpaced, per path** — the server sends as fast as it can; the client's
+   CPU time per chunk (``time.process_time``) through our adapter and the
+   parser, for each way litellm can carry the stream, and raw httpx with
+   ``json.loads`` as the floor of any Python reader:
 
-The server runs in a child process (so it does not compete with the client
-for the GIL); its send times are ``time.perf_counter`` values, the
-system-wide monotonic clock on Linux, comparable with the client's. The
-first litellm call (import and client set-up) is done before timing and
+   - ``ours``: litellm's own HTTP handler sends the request, its response is
+     read by :class:`~cortex_kernel.llm.sse.SSEEvents` (the default);
+   - ``litellm_wrapper``: the same handler, chunks through litellm's
+     ``CustomStreamWrapper`` (pydantic chunk objects);
+   - ``litellm_sdk``: litellm through the OpenAI SDK and the wrapper
+     (``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false``, litellm's default).
+
+4. **End to end** — a whole run (``Session.run``: adapter, parser,
+   scheduler running the document's async tool actions, transcript) with
+   every event folded into the view's state (``RunState.apply``), the
+   server paced at 1,000 and 5,000 chunks/s: CPU µs per provider chunk
+   (the process's, so threads count), the share of a core that is, and how
+   late the last event came after the last chunk was sent. Beside it, raw
+   httpx reading the same paced stream: at a paced rate every chunk is its
+   own wake-up of the event loop (epoll, socket read, HTTP framing), a cost
+   any Python reader pays, and this machine's floor.
+
+The first litellm call (import and client set-up) is made before timing and
 reported on its own.
 
 Environment
@@ -34,7 +50,10 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +62,22 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.llm.fake_openai
 
+from cortex_kernel.agent import build_session
+from cortex_kernel.jupyter.viewstate import RunState
+from cortex_kernel.llm import litellm_model
 from cortex_kernel.llm.litellm_model import LiteLLMModel, load_litellm
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.runtime.ports import CompletionRequest
+from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAIProcess, Reply, text_reply
 
 RATE = 1000.0  # chunks per second in the paced run
+END_TO_END_RATES = (1000.0, 5000.0)
 CHUNK = 4
 API_KEY = "sk-bench-0000000000"
 MESSAGES = [{"role": "user", "content": "benchmark"}]
+PATHS = ("ours", "litellm_wrapper", "litellm_sdk", "raw_httpx")
+_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 _SEGMENT = (
     "<thought>I look at the data first and start the slow part now "
@@ -60,6 +86,7 @@ _SEGMENT = (
     " while I keep thinking about the columns.</thought>"
     '<response final="false">Step {n} is running.</response>'
 )
+_FINAL = '<response final="true">All steps ran.</response>'
 
 
 def _document(chunks: int) -> str:
@@ -71,32 +98,86 @@ def _document(chunks: int) -> str:
     return text[: chunks * CHUNK]
 
 
+def _run_document(chunks: int) -> str:
+    """Whole segments (every action complete) and a final answer: one turn, then done."""
+    text = ""
+    n = 0
+    while len(text) + len(_FINAL) < chunks * CHUNK:
+        n += 1
+        text += _SEGMENT.format(n=n)
+    return text + _FINAL
+
+
+def _chunks_of(text: str) -> int:
+    return -(-len(text) // CHUNK)
+
+
+def _model(api_base: str) -> LiteLLMModel:
+    # A hosted provider's waiting rules (30 s to the first token, then 30 s
+    # between chunks): the rates measured here are a hosted model's, and a
+    # loopback server would otherwise get the local ones (600 s first token).
+    return LiteLLMModel(
+        "openai/x",
+        api_base=api_base,
+        api_key=API_KEY,
+        timeout=30,
+        first_token_timeout=30,
+        num_retries=0,
+    )
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _ours(api_base: str) -> tuple[float | None, list[float]]:
-    """Read one stream through our path; return (first event time, per-chunk times)."""
-    model = LiteLLMModel("openai/x", api_base=api_base, api_key=API_KEY, timeout=30, num_retries=0)
+@contextmanager
+def _path(name: str) -> Iterator[None]:
+    """Route our adapter through one of litellm's ways of carrying the stream."""
+    saved_env = os.environ.get(_HANDLER_ENV)
+    saved_reader = getattr(litellm_model, "sse_response")  # noqa: B009
+    os.environ[_HANDLER_ENV] = "false" if name == "litellm_sdk" else "true"
+    if name != "ours":
+        setattr(litellm_model, "sse_response", lambda stream: None)  # noqa: B010 (a bench-only switch)
+    try:
+        yield
+    finally:
+        setattr(litellm_model, "sse_response", saved_reader)  # noqa: B010
+        if saved_env is None:
+            os.environ.pop(_HANDLER_ENV, None)
+        else:
+            os.environ[_HANDLER_ENV] = saved_env
+
+
+async def _ours(api_base: str) -> tuple[float | None, list[tuple[float, int, float]]]:
+    """Read one stream through our path.
+
+    Returns the first parser event's time and, per text handed to the
+    parser, (time, characters so far, process CPU time): our adapter joins the deltas of one
+    network read, so a text may complete several chunks.
+    """
+    model = _model(api_base)
     parser = Parser()
     first_event: float | None = None
-    arrivals: list[float] = []
+    arrivals: list[tuple[float, int, float]] = []
+    chars = 0
     completion = model.stream(CompletionRequest(messages=MESSAGES))
     async with completion:
         async for chunk in completion:
             events = parser.feed(chunk)
             now = time.perf_counter()
-            arrivals.append(now)
+            chars += len(chunk)
+            arrivals.append((now, chars, time.process_time()))
             if first_event is None and events:
                 first_event = now
     parser.close()
     return first_event, arrivals
 
 
-async def _raw(api_base: str) -> list[float]:
-    """Read one stream with bare httpx and SSE decoding; per-chunk arrival times."""
-    arrivals: list[float] = []
+async def _raw(api_base: str) -> list[tuple[float, int, float]]:
+    """Read one stream with bare httpx and SSE decoding; as :func:`_ours`, per delta."""
+    arrivals: list[tuple[float, int, float]] = []
+    chars = 0
     body = {"model": "x", "messages": MESSAGES, "stream": True}
     headers = {"authorization": f"Bearer {API_KEY}"}
     async with (
@@ -108,12 +189,56 @@ async def _raw(api_base: str) -> list[float]:
                 continue
             event = json.loads(line[6:])
             choices = event.get("choices") or []
-            if choices and choices[0]["delta"].get("content"):
-                arrivals.append(time.perf_counter())
+            content = choices[0]["delta"].get("content") if choices else None
+            if content:
+                chars += len(content)
+                arrivals.append((time.perf_counter(), chars, time.process_time()))
     return arrivals
 
 
-def _script(text: str, repeat: int) -> list[Reply]:
+def _delays(
+    arrivals: list[tuple[float, int, float]], sent: list[float], length: int
+) -> list[float]:
+    """Per chunk: from its send to the first arrival that completes it."""
+    delays: list[float] = []
+    at = 0
+    for index, sent_at in enumerate(sent):
+        end = min(length, (index + 1) * CHUNK)
+        while at < len(arrivals) and arrivals[at][1] < end:
+            at += 1
+        if at == len(arrivals):
+            break
+        delays.append(arrivals[at][0] - sent_at)
+    return delays
+
+
+async def run_sql(query: str) -> str:
+    """The document's tool: returns at once (the figure is the stream's cost)."""
+    return f"10 rows of {query!r}"
+
+
+async def _end_to_end(api_base: str, folder: Path) -> tuple[float, float, str]:
+    """One whole run with the view's state; (process CPU s, last event time, status)."""
+    tools = ToolRegistry()
+    tools.register(run_sql, name="run_sql")
+    model = _model(api_base)
+    session = build_session(model, tools=tools, transcript_dir=folder)
+    state = RunState()
+    last = 0.0
+
+    def on_event(event: Any) -> None:
+        nonlocal last
+        state.apply(event)
+        last = time.perf_counter()
+
+    started = time.process_time()
+    result = await session.run("benchmark", on_event=on_event)
+    cpu = time.process_time() - started
+    await session.aclose()
+    return cpu, last, result.status
+
+
+def _script(text: str, run_text: str, repeat: int) -> list[Reply]:
     """Every reply of the run, in request order (the server is in another process)."""
     paced = text_reply(text, chunk_size=CHUNK, delay=1.0 / RATE)
     unpaced = text_reply(text, chunk_size=CHUNK)
@@ -121,30 +246,64 @@ def _script(text: str, repeat: int) -> list[Reply]:
         text_reply("<response>warm</response>"),
         text_reply("warm"),
         *[paced] * (2 * repeat),
-        *[unpaced] * (2 * repeat),
+        *[unpaced] * (len(PATHS) * (repeat + 1)),
+        text_reply(run_text, chunk_size=CHUNK),  # the end-to-end warm-up
+        *[
+            text_reply(run_text, chunk_size=CHUNK, delay=1.0 / rate)
+            for rate in END_TO_END_RATES
+            for _ in range(2 * repeat)  # a run, then raw httpx on the same stream
+        ],
     ]
+
+
+async def _unpaced(api_base: str, name: str) -> tuple[float, float]:
+    """(CPU s, wall s) from the first text to the last of one unpaced stream through ``name``.
+
+    From the first text on: the request's own set-up (a new httpx client
+    for raw httpx, litellm's request building) is not a per-chunk cost.
+    """
+    if name == "raw_httpx":
+        arrivals = await _raw(api_base)
+    else:
+        with _path(name):
+            arrivals = (await _ours(api_base))[1]
+    return arrivals[-1][2] - arrivals[0][2], arrivals[-1][0] - arrivals[0][0]
 
 
 async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
     text = _document(chunks)
-    arrivals_of: list[list[float]] = []  # per request, in order
+    run_text = _run_document(chunks)
+    arrivals_of: list[list[tuple[float, int, float]]] = []  # paced requests, in order
     first_events: list[float] = []
-    with FakeOpenAIProcess(_script(text, repeat)) as server:
+    cpu: dict[str, list[float]] = {name: [] for name in PATHS}
+    span: dict[str, list[float]] = {name: [] for name in PATHS}
+    runs: list[tuple[float, float, str]] = []
+    raw_cpu: list[float] = []  # raw httpx reading the same paced stream
+    with FakeOpenAIProcess(_script(text, run_text, repeat)) as server:
         # Warm-up: litellm's first call builds clients and imports lazily.
         started = time.perf_counter()
         await _ours(server.api_base)
         first_call_s = time.perf_counter() - started
         await _raw(server.api_base)
-        arrivals_of += [[], []]
         for _ in range(repeat):
             first, arrivals = await _ours(server.api_base)
             assert first is not None
             first_events.append(first)
             arrivals_of.append(arrivals)
             arrivals_of.append(await _raw(server.api_base))
-        for _ in range(repeat):
-            arrivals_of.append((await _ours(server.api_base))[1])
-            arrivals_of.append(await _raw(server.api_base))
+        for round_ in range(repeat + 1):  # the first round warms each path
+            for name in PATHS:
+                used, wall = await _unpaced(server.api_base, name)
+                if round_:
+                    cpu[name].append(used)
+                    span[name].append(wall)
+        with tempfile.TemporaryDirectory() as folder:
+            await _end_to_end(server.api_base, Path(folder))
+            for _ in END_TO_END_RATES:
+                for _ in range(repeat):
+                    runs.append(await _end_to_end(server.api_base, Path(folder)))
+                    arrivals = await _raw(server.api_base)
+                    raw_cpu.append(arrivals[-1][2] - arrivals[0][2])
         records = server.stop()
 
     first_ours: list[float] = []
@@ -154,18 +313,44 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
     paced_raw: list[float] = []
     for r in range(repeat):
         ours_i, raw_i = 2 + 2 * r, 3 + 2 * r
+        ours_arrivals, raw_arrivals = arrivals_of[2 * r], arrivals_of[2 * r + 1]
         first_ours.append(first_events[r] - records[ours_i]["first_byte_at"])
-        first_chunk_ours.append(arrivals_of[ours_i][0] - records[ours_i]["first_byte_at"])
-        first_raw.append(arrivals_of[raw_i][0] - records[raw_i]["first_byte_at"])
-        for index, into in ((ours_i, paced_ours), (raw_i, paced_raw)):
-            sent = records[index]["chunk_sent_at"]
-            into += [a - s for a, s in zip(arrivals_of[index], sent, strict=False)]
-    base = 2 + 2 * repeat
-    per_chunk = [
-        (arrivals[-1] - arrivals[0]) / max(1, len(arrivals) - 1) for arrivals in arrivals_of[base:]
-    ]
-    ours_us = min(per_chunk[0::2]) * 1e6
-    raw_us = min(per_chunk[1::2]) * 1e6
+        first_chunk_ours.append(ours_arrivals[0][0] - records[ours_i]["first_byte_at"])
+        first_raw.append(raw_arrivals[0][0] - records[raw_i]["first_byte_at"])
+        paced_ours += _delays(ours_arrivals, records[ours_i]["chunk_sent_at"], len(text))
+        paced_raw += _delays(raw_arrivals, records[raw_i]["chunk_sent_at"], len(text))
+    n = _chunks_of(text)
+    cpu_us = {name: round(min(cpu[name]) / max(1, n - 1) * 1e6, 1) for name in PATHS}
+    ours_us = min(span["ours"]) / max(1, n - 1) * 1e6
+    raw_us = min(span["raw_httpx"]) / max(1, n - 1) * 1e6
+
+    run_records = records[-2 * len(runs) :: 2]
+    run_chunks = _chunks_of(run_text)
+    end_to_end: dict[str, Any] = {}
+    for k, rate in enumerate(END_TO_END_RATES):
+        rows = []
+        for i in range(k * repeat, (k + 1) * repeat):
+            used, last, status = runs[i]
+            sent = run_records[i]["chunk_sent_at"]
+            rows.append(
+                {
+                    "cpu_us": used / run_chunks * 1e6,
+                    "sent_rate": (len(sent) - 1) / (sent[-1] - sent[0]),
+                    "lag_ms": (last - sent[-1]) * 1e3,
+                    "status": status,
+                }
+            )
+        best = min(rows, key=lambda row: row["cpu_us"])
+        raw = min(raw_cpu[k * repeat : (k + 1) * repeat]) / max(1, run_chunks - 1) * 1e6
+        end_to_end[f"{rate:.0f}"] = {
+            "cpu_us_per_chunk": round(best["cpu_us"], 1),
+            "raw_httpx_cpu_us_per_chunk": round(raw, 1),
+            "over_raw_us": round(best["cpu_us"] - raw, 1),
+            "core_share": round(best["cpu_us"] * rate / 1e6, 3),
+            "sent_chunks_per_s": round(best["sent_rate"]),
+            "last_event_after_last_chunk_ms": round(best["lag_ms"], 2),
+            "status": best["status"],
+        }
     return {
         "chunks": chunks,
         "chunk_chars": CHUNK,
@@ -190,6 +375,9 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
             "overhead": round(ours_us - raw_us, 1),
             "ratio": round(ours_us / raw_us, 2) if raw_us else None,
         },
+        "unpaced_cpu_us_per_chunk": cpu_us,
+        "end_to_end_chunks": run_chunks,
+        "end_to_end": end_to_end,
     }
 
 
@@ -205,6 +393,7 @@ def main() -> dict[str, Any]:
     result["quick"] = quick
     paced = result["paced_latency_ms"]
     unpaced = result["unpaced_us_per_chunk"]
+    cpu = result["unpaced_cpu_us_per_chunk"]
     print(f"litellm import               {result['litellm_import_s']:8.3f} s")
     print(f"first call (warm-up)         {result['first_call_s']:8.3f} s")
     print(f"first byte -> first event    {result['first_event_ms']:8.3f} ms (ours)")
@@ -215,10 +404,26 @@ def main() -> dict[str, Any]:
         f"raw {paced['raw_median']:.3f} ms, overhead {paced['overhead_median']:.3f} ms"
     )
     print(
-        f"unpaced per chunk            ours {unpaced['ours']:.1f} us, raw "
+        f"unpaced per chunk (wall)     ours {unpaced['ours']:.1f} us, raw "
         f"{unpaced['raw_httpx']:.1f} us, overhead {unpaced['overhead']:.1f} us "
         f"(x{unpaced['ratio']})"
     )
+    print(
+        "unpaced CPU per chunk        "
+        + ", ".join(f"{name} {cpu[name]:.1f} us" for name in PATHS)
+        + f" (ours / raw x{cpu['ours'] / cpu['raw_httpx']:.2f}, "
+        f"litellm's wrapper / ours x{cpu['litellm_wrapper'] / cpu['ours']:.1f}, "
+        f"litellm's SDK path / ours x{cpu['litellm_sdk'] / cpu['ours']:.1f})"
+    )
+    for rate, row in result["end_to_end"].items():
+        print(
+            f"end to end at {rate:>5}/s       {row['cpu_us_per_chunk']:.1f} us CPU per chunk "
+            f"(raw httpx on the same stream {row['raw_httpx_cpu_us_per_chunk']:.1f} us, "
+            f"+{row['over_raw_us']:.1f}; {row['core_share']:.0%} of a core; "
+            f"sent at {row['sent_chunks_per_s']}/s, "
+            f"last event {row['last_event_after_last_chunk_ms']:.1f} ms after the last chunk, "
+            f"run {row['status']})"
+        )
     return result
 
 

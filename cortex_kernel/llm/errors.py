@@ -69,6 +69,7 @@ __all__ = [
     "ErrorKind",
     "MalformedStream",
     "Phase",
+    "StreamErrorEvent",
     "classify",
     "is_retryable",
     "key_env_for",
@@ -125,6 +126,29 @@ class MalformedStream(Exception):
     Internal: :func:`map_error` turns it into a
     :class:`~cortex_kernel.exceptions.ProviderProtocolError`.
     """
+
+
+class StreamErrorEvent(Exception):
+    """The provider's ``error`` object inside a 200 stream (vLLM, sglang, proxies do this).
+
+    Raised by :class:`~cortex_kernel.llm.sse.SSEEvents`; classified by its
+    ``status_code`` (the error's ``code`` when it is an HTTP status, else 500,
+    as litellm's own iterator does).
+    """
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+    @classmethod
+    def of(cls, error: object) -> StreamErrorEvent:
+        """The exception for an event's ``error`` value."""
+        if not isinstance(error, dict):
+            return cls(str(error), 500)
+        message, code = error.get("message"), error.get("code")
+        status = code if isinstance(code, int) and 400 <= code < 600 else 500
+        return cls(message if isinstance(message, str) else str(error), status)
 
 
 #: Where a failure happened: opening the call, or reading the provider's body.

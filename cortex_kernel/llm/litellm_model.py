@@ -52,7 +52,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -65,6 +65,7 @@ from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
 from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
 from .function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
+from .sse import SSEEvents, sse_response
 
 __all__ = [
     "DEFAULT_FIRST_TOKEN_TIMEOUT",
@@ -74,6 +75,7 @@ __all__ = [
     "LiteLLMCompletion",
     "LiteLLMModel",
     "aload_litellm",
+    "litellm_base_handler",
     "load_litellm",
     "text_tokens",
 ]
@@ -91,8 +93,21 @@ LOCAL_FIRST_TOKEN_TIMEOUT = 600.0
 #: Extra attempts before the first token, for a hosted provider (0 on this machine).
 DEFAULT_RETRIES = 2
 
+_BASE_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_FIRST_CALL_IMPORTS = ("openai.resources", "httpcore", "h11", "h2.connection", "tiktoken")
+_FIRST_CALL_IMPORTS = (
+    "openai.resources",
+    "httpcore",
+    "h11",
+    "h2.connection",
+    "tiktoken",
+    # litellm's own HTTP handler path: its default tokenizer (read from disk
+    # at import, ~0.3 s) and the proxy types its logging imports.
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.proxy._types",
+    "litellm._service_logger",
+    "litellm.llms.litellm_proxy",
+)
 #: Providers whose default endpoint is on this machine (when no api_base is set).
 _LOCAL_PROVIDERS = {"ollama": "OLLAMA_API_BASE", "ollama_chat": "OLLAMA_API_BASE"}
 
@@ -116,6 +131,11 @@ def load_litellm() -> Any:
             return sys.modules["litellm"]
         # Must be set before the import: litellm fetches its cost map at import.
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        # OpenAI-style providers through litellm's own HTTP handler rather
+        # than the OpenAI SDK: its response can be read by SSEEvents (see
+        # cortex_kernel.llm.sse). litellm reads this on every call; a value
+        # the user set wins (then chunks go through litellm's wrapper).
+        os.environ.setdefault(_BASE_HANDLER_ENV, "true")
         import litellm
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
@@ -124,8 +144,8 @@ def load_litellm() -> Any:
         # provider goes on streaming, and billing); httpx's does.
         litellm.disable_aiohttp_transport = True
         # What the first request would import inside the first-token deadline
-        # (2+ s on a busy 2-core machine): the OpenAI SDK's resources and the
-        # HTTP stack, which litellm loads on its first call.
+        # (2+ s on a busy 2-core machine): the OpenAI SDK's resources, the
+        # HTTP stack and the tokenizer, which litellm loads on its first call.
         for module in _FIRST_CALL_IMPORTS:
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
@@ -138,6 +158,11 @@ def load_litellm() -> Any:
         gc.freeze()
         _configured = True
         return litellm
+
+
+def litellm_base_handler() -> bool:
+    """Whether litellm sends OpenAI-style calls through its own HTTP handler (not the SDK)."""
+    return os.environ.get(_BASE_HANDLER_ENV, "").strip().lower() == "true"
 
 
 async def aload_litellm() -> Any:
@@ -380,6 +405,8 @@ class LiteLLMCompletion(Completion):
         self._provider_usage: tuple[int, int] | None = None
         self._prompt_estimate: int | None = None
         self._stream: Any = None
+        self._events: SSEEvents | None = None  # when the response is read here (see _reader)
+        self._reads_timed = False  # the HTTP client times each read with `timeout`
         self._agen: AsyncGenerator[str, None] | None = None
         # Text that may be tool calls written as text (tools protocol).
         self._hold = TextCallHold(t.get("function", t).get("name", "") for t in request.tools or [])
@@ -444,15 +471,14 @@ class LiteLLMCompletion(Completion):
                     with anyio.fail_after(model.first_token_timeout):
                         self._stream = await litellm.acompletion(**kwargs)
                     self._opened = True
-                    iterator = self._stream.__aiter__()
+                    read = self._reader(self._stream)
                     while True:
                         phase = "stream"
-                        chunk = await self._next(iterator, first_token_by)
+                        text = await self._read(read, first_token_by)
                         phase = "request"  # what follows is our code, not the provider's bytes
-                        if chunk is None:
+                        if text is None:
                             self._check_finished()
                             break
-                        text = self._absorb(chunk)
                         if text:
                             self._parts.append(text)
                             self._chars += len(text)
@@ -510,22 +536,93 @@ class LiteLLMCompletion(Completion):
         """Whether the first token (text or a tool-call delta) has come."""
         return bool(self._chars or self._tools)
 
-    async def _next(self, iterator: Any, first_token_by: float) -> Any:
-        """The next chunk, or ``None`` at the end.
+    def _reader(self, stream: Any) -> Callable[[], Awaitable[str | None]]:
+        """What reads the next text: from the HTTP response itself when litellm allows.
+
+        See :mod:`cortex_kernel.llm.sse`: for litellm's own OpenAI
+        chat-completions iterator the bytes are read here (one network read
+        at a time, plain dicts); anything else goes through litellm's stream
+        wrapper, one chunk object at a time.
+        """
+        self._events = None
+        self._reads_timed = False
+        response = sse_response(stream)
+        if response is not None:
+            self._events = SSEEvents(response)
+            # httpcore times every network read with the request's read
+            # timeout (max(timeout, first_token_timeout), see request_kwargs):
+            # when that equals `timeout` (a hosted provider's defaults), the
+            # limit between chunks is already enforced, a cancel scope less
+            # per chunk. It raises httpx.ReadTimeout, mapped like ours.
+            limits = getattr(response.request, "extensions", {}).get("timeout", {})
+            read_limit = limits.get("read") if isinstance(limits, dict) else None
+            self._reads_timed = (
+                isinstance(read_limit, int | float) and read_limit <= self.model.timeout
+            )
+            return self._read_events
+        iterator = stream.__aiter__()
+
+        async def read_chunk() -> str | None:
+            try:
+                chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                return None
+            return self._absorb(chunk)
+
+        return read_chunk
+
+    async def _read(self, read: Callable[[], Awaitable[str | None]], first_token_by: float) -> Any:
+        """The next text (``""`` for a chunk without any), or ``None`` at the end.
 
         Until the first token the attempt's deadline applies (the provider
         may send empty chunks while it reads the prompt); after it, each
-        read gets the model's ``timeout``.
+        read gets the model's ``timeout``: one cancel scope per read (a
+        bare ``CancelScope``; ``fail_after`` adds a generator-based context
+        manager to every chunk), or none when the HTTP client's own read
+        timeout is that same limit (see :meth:`_reader`).
         """
         if self._got_token():
-            limit = self.model.timeout
+            if self._reads_timed:
+                return await read()
+            deadline = anyio.current_time() + self.model.timeout
         else:
-            limit = max(0.0, first_token_by - anyio.current_time())
-        try:
-            with anyio.fail_after(limit):
-                return await iterator.__anext__()
-        except StopAsyncIteration:
+            deadline = first_token_by
+        with anyio.CancelScope(deadline=deadline):
+            return await read()
+        # Only our own deadline is swallowed by the scope: an outer
+        # cancellation propagates, so reaching this line means the time is up.
+        raise TimeoutError
+
+    async def _read_events(self) -> str | None:
+        """The text of the events of the next network read (see :class:`SSEEvents`)."""
+        events = await self._events.next_events()  # type: ignore[union-attr]
+        if events is None:
             return None
+        return "".join([self._absorb_event(event) for event in events])
+
+    def _absorb_event(self, event: dict[str, Any]) -> str:
+        """:meth:`_absorb` for an event as the provider sent it (a dict)."""
+        usage = event.get("usage")
+        if usage:
+            prompt = usage.get("prompt_tokens")
+            completion = usage.get("completion_tokens")
+            if isinstance(prompt, int) and isinstance(completion, int):
+                self._provider_usage = (prompt, completion)
+        choices = event.get("choices")
+        if not choices:
+            return ""
+        choice = choices[0]
+        reason = choice.get("finish_reason")
+        if reason:
+            self.finish_reason = str(reason)
+        delta = choice.get("delta")
+        if not delta:
+            return ""
+        calls = delta.get("tool_calls")
+        if calls:
+            self._tools.add(calls)
+        content = delta.get("content")
+        return content if isinstance(content, str) else ""
 
     def _check_finished(self) -> None:
         """A stream that ended without the provider's finish reason was not a whole answer.
@@ -534,6 +631,15 @@ class LiteLLMCompletion(Completion):
         whether the provider itself sent one. An HTML page sent with 200, a
         JSON object or a cut-off stream all end without it.
         """
+        if self._events is not None:
+            if self.finish_reason:
+                return
+            kind = self._events.content_type
+            raise MalformedStream(
+                "the stream ended without a finish reason"
+                + (f" after {self._chars} characters" if self._got_token() else ", with no chunk")
+                + _not_sse(kind)
+            )
         stream = self._stream
         if stream is None or not hasattr(stream, "received_finish_reason"):
             return  # not litellm's stream wrapper: nothing to tell from
@@ -606,6 +712,11 @@ def _content_type(stream: Any) -> str:
     hidden = getattr(stream, "_hidden_params", None)
     headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
     kind = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
+    return _not_sse(kind)
+
+
+def _not_sse(kind: object) -> str:
+    """``; its content-type is text/html…`` for a content type that is not SSE, else ``""``."""
     if not isinstance(kind, str) or not kind or "event-stream" in kind:
         return ""
     return f"; its content-type is {kind.split(';')[0]}, not text/event-stream"

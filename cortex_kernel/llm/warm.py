@@ -5,8 +5,10 @@ the OpenAI SDK import hundreds more modules lazily on the first call
 (``openai.resources``, the SSE decoder, the cost calculator's tokenizer…),
 about a second more here. :func:`warm_litellm` makes one streamed request
 through our own :class:`~cortex_kernel.llm.litellm_model.LiteLLMModel` path
-(retries, usage, error mapping included) to an OpenAI client whose HTTP
-transport is an in-memory ``httpx.MockTransport``: nothing leaves the
+(retries, usage, error mapping included) whose HTTP transport is an
+in-memory ``httpx.MockTransport`` — litellm's own HTTP handler, or the
+OpenAI SDK's client when litellm is told to use the SDK (see
+:func:`~cortex_kernel.llm.litellm_model.load_litellm`): nothing leaves the
 process, no key is needed and no provider is billed. Then it builds the
 HTTP client litellm would make for a real call (SSL context, transport).
 """
@@ -16,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+from typing import Any
 
 import httpx
 
 from ..runtime.ports import CompletionRequest
-from .litellm_model import LiteLLMModel, load_litellm
+from .litellm_model import LiteLLMModel, litellm_base_handler, load_litellm
 
 __all__ = ["warm_litellm"]
 
@@ -43,14 +46,27 @@ def _answer(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_BODY)
 
 
-async def _stream_once() -> str:
-    from openai import AsyncOpenAI
+_BASE = "http://warm-up.invalid/v1"  # never resolved: the transport is in memory
 
-    http = httpx.AsyncClient(transport=httpx.MockTransport(_answer))
-    client = AsyncOpenAI(api_key="warm-up", base_url="http://warm-up.invalid/v1", http_client=http)
+
+async def _stream_once() -> str:
+    transport = httpx.MockTransport(_answer)
+    client: Any
+    if litellm_base_handler():
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+        client = AsyncHTTPHandler(transport=transport)
+        http = client.client
+    else:
+        from openai import AsyncOpenAI
+
+        http = httpx.AsyncClient(transport=transport)
+        client = AsyncOpenAI(api_key="warm-up", base_url=_BASE, http_client=http)
     # An OpenAI model (and a priced one, so the cost path runs too): any other
     # provider would not use this client, and would reach the network.
-    model = LiteLLMModel("openai/gpt-4o-mini", api_key="warm-up", num_retries=0, client=client)
+    model = LiteLLMModel(
+        "openai/gpt-4o-mini", api_base=_BASE, api_key="warm-up", num_retries=0, client=client
+    )
     completion = model.stream(CompletionRequest(messages=[{"role": "user", "content": "hi"}]))
     try:
         async with completion:
@@ -66,6 +82,13 @@ async def _http_client_once() -> None:
     the transport imports httpcore, h11 and h2: ~0.1 s of the first call.
     """
     try:
+        if litellm_base_handler():
+            # Cached by litellm and reused by the first real call: kept open.
+            from litellm.llms.custom_httpx.http_handler import get_async_httpx_client
+            from litellm.types.utils import LlmProviders
+
+            get_async_httpx_client(LlmProviders.OPENAI, params={"ssl_verify": None})
+            return
         from litellm.llms.openai.common_utils import BaseOpenAILLM
 
         client = BaseOpenAILLM.get_async_http_client()

@@ -34,4 +34,11 @@ def test_quick_llm_bench_reports_every_figure(
         "overhead_median",
     }
     assert set(result["unpaced_us_per_chunk"]) == {"ours", "raw_httpx", "overhead", "ratio"}
+    paths = result["unpaced_cpu_us_per_chunk"]
+    assert set(paths) == {"ours", "litellm_wrapper", "litellm_sdk", "raw_httpx"}
+    assert all(isinstance(value, float) and value > 0 for value in paths.values())
+    assert set(result["end_to_end"]) == {"1000", "5000"}
+    for row in result["end_to_end"].values():
+        assert row["status"] == "ok"  # the whole run went through: parser, scheduler, view
+        assert row["cpu_us_per_chunk"] > 0 and row["raw_httpx_cpu_us_per_chunk"] > 0
     assert "first byte -> first event" in capsys.readouterr().out

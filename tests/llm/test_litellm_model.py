@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Any
 
 import anyio
 import pytest
@@ -15,6 +17,7 @@ from cortex_kernel.exceptions import (
     ContextWindowError,
     ModelTimeout,
     ProviderDown,
+    ProviderProtocolError,
     RateLimitError,
 )
 from cortex_kernel.llm.litellm_model import LiteLLMModel
@@ -39,8 +42,8 @@ async def test_protocol_split_inside_tags_gives_the_same_events(
     server.stream(PROTOCOL_TEXT, chunk_size=chunk_size)
     chunks = await collect(make_model(server).stream(request()))
     assert "".join(chunks) == PROTOCOL_TEXT
-    if chunk_size < len(PROTOCOL_TEXT):
-        assert len(chunks) > 1
+    # Deltas that came in one network read arrive as one chunk (the split
+    # points are the reads'), so the split is whatever the socket made of it.
     assert parse_chunks(chunks) == parse_chunks([PROTOCOL_TEXT])
     kinds = [event[0] for event in parse_chunks(chunks)]
     assert "action_parsed" in kinds and "response_end" in kinds
@@ -144,11 +147,19 @@ async def test_a_hang_before_the_first_byte_hits_the_timeout(server: FakeOpenAI)
     assert len(server.requests) == 2  # each attempt timed out; neither waited for the hang
 
 
-async def test_a_hang_mid_stream_hits_the_timeout(server: FakeOpenAI) -> None:
+@pytest.mark.parametrize("first_token_timeout", [2.0, 0.3])
+async def test_a_hang_mid_stream_hits_the_timeout(
+    server: FakeOpenAI, first_token_timeout: float
+) -> None:
+    # 0.3: both limits equal, so the HTTP client's own read timeout is the
+    # one that fires after the first token (we add no deadline of ours).
     server.stream("<thought>still thinking", chunk_size=5, hang_after=2, hang_seconds=10)
-    completion = make_model(server, timeout=0.3).stream(request())
-    with pytest.raises(ModelTimeout, match="discarded"):
+    model = make_model(server, timeout=0.3, first_token_timeout=first_token_timeout)
+    completion = model.stream(request())
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout, match=r"sent nothing for 0\.3 s.*discarded"):
         await collect(completion)
+    assert time.monotonic() - started < 1.5  # not the first-token limit, nor the hang
     assert len(server.requests) == 1
 
 
@@ -276,3 +287,80 @@ def test_waiting_defaults_for_a_hosted_provider_and_a_server_on_this_machine(
     assert (chosen.first_token_timeout, chosen.num_retries) == (5, 3)
     with pytest.raises(ConfigError):
         LiteLLMModel("openai/x", first_token_timeout=0)
+
+
+def _sse(*events: dict[str, Any], done: bool = True) -> str:
+    """An SSE body of chat completion chunks (``choices`` given per event)."""
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "x"}
+    body = "".join(f"data: {json.dumps({**base, **event})}\n\n" for event in events)
+    return body + ("data: [DONE]\n\n" if done else "")
+
+
+def _delta(content: str, finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]}
+
+
+@pytest.mark.parametrize("reader", ["ours", "litellm"])
+async def test_both_readers_give_the_same_text_usage_and_tool_calls(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    # "litellm": the OpenAI SDK path, chunks through litellm's stream wrapper;
+    # "ours": litellm's own HTTP handler, its response read by SSEEvents.
+    monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", str(reader == "ours").lower())
+    server.stream(PROTOCOL_TEXT, chunk_size=5, usage=(17, 42))
+    completion = make_model(server, name="openai/gpt-4o-mini").stream(request())
+    chunks = await collect(completion)
+    assert "".join(chunks) == PROTOCOL_TEXT
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (17, 42)
+    assert completion.usage.cost is not None and completion.usage.cost > 0
+    assert completion.finish_reason == "stop"
+
+    server.tool_calls([("call_1", "get_weather", '{"city": "Paris"}')])
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    completion = make_model(server, protocol="tools").stream(request(tools=tools))
+    await collect(completion)
+    assert [(c.id, c.name, c.arguments) for c in completion.tool_calls] == [
+        ("call_1", "get_weather", '{"city": "Paris"}')
+    ]
+
+
+async def test_a_data_line_that_is_not_json_mid_stream_is_a_protocol_error(
+    server: FakeOpenAI,
+) -> None:
+    # litellm's own iterator skips such a line silently: text would be lost.
+    server.raw(_sse(_delta("<thought>so far"), done=False) + "data: {'oops\n\n" + _sse(_delta(".")))
+    received: list[str] = []
+    completion = make_model(server).stream(request())
+    with pytest.raises(ProviderProtocolError, match="not JSON") as caught:
+        async with completion:
+            async for chunk in completion:
+                received.append(chunk)
+    assert "".join(received) == "<thought>so far"
+    assert "discarded" in str(caught.value) and "not retried" in str(caught.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "error"), [(500, ProviderDown), (429, RateLimitError), (400, BadRequestError)]
+)
+async def test_an_error_event_in_a_200_stream_is_mapped_by_its_code(
+    server: FakeOpenAI, code: int, error: type[Exception]
+) -> None:
+    # vLLM and sglang answer 200 and put the failure in the stream.
+    server.raw(_sse({"error": {"message": "engine overloaded", "code": code}}))
+    with pytest.raises(error, match="engine overloaded"):
+        await collect(make_model(server, num_retries=0).stream(request()))
+
+
+async def test_comments_and_event_lines_are_skipped_and_a_body_without_a_last_newline_ends(
+    server: FakeOpenAI,
+) -> None:
+    # Keep-alive comments (OpenRouter), `event:` names, \r\n line ends; the
+    # last event without its blank line is still taken when it is whole JSON.
+    body = ": PROCESSING\n\nevent: message\r\n" + _sse(
+        _delta("<response>o"), _delta("k</response>", "stop"), done=False
+    ).replace("\n", "\r\n")
+    server.raw(body.rstrip("\r\n"))
+    completion = make_model(server).stream(request())
+    assert "".join(await collect(completion)) == "<response>ok</response>"
+    assert completion.finish_reason == "stop"
