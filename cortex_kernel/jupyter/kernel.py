@@ -37,10 +37,13 @@ BANNER = (
     "%transcript manage the session."
 )
 
-# After the first kernel_info reply, the front end's other start-up requests
-# (comm_info, history…) come first; a front end that never asks gets the
-# warm-up this long after start.
-WARM_UP_AFTER_INFO_S = 0.2
+# The warm-up starts this long after the *last* kernel_info request: a front
+# end asks again until its IOPub subscription is through (jupyter_client
+# waits 0.2 s for an IOPub message, then asks again; jupyter_server nudges
+# the same way), and a warm-up import holding the GIL then would delay that
+# reply (start → ready 1.92 s vs 1.68 s without the warm-up, was 0.2 s after
+# the first request). A front end that never asks gets it this long after start.
+WARM_UP_AFTER_INFO_S = 0.5
 WARM_UP_FALLBACK_S = 3.0
 
 
@@ -60,18 +63,25 @@ class CortexKernel(IPythonKernel):
         self.warm_up = WarmUp()
         #: ``time.monotonic()`` of the first kernel_info reply (``None`` before).
         self.kernel_info_at: float | None = None
+        self._info_requests = 0  # kernel_info requests so far (the warm-up waits for quiet)
 
     def start(self) -> None:
         """Start serving; warm the model layer later even if no front end asks."""
         super().start()  # type: ignore[no-untyped-call]
-        self.io_loop.call_later(WARM_UP_FALLBACK_S, self.warm_up.start)
+        self.io_loop.call_later(WARM_UP_FALLBACK_S, self._start_warm_up, 0)
 
     async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
-        """Answer, then (the first time) start the background warm-up."""
+        """Answer, then start the background warm-up once the requests stop."""
         await super().kernel_info_request(stream, ident, parent)  # type: ignore[no-untyped-call]
         if self.kernel_info_at is None:
             self.kernel_info_at = time.monotonic()
-            self.io_loop.call_later(WARM_UP_AFTER_INFO_S, self.warm_up.start)
+        self._info_requests += 1
+        self.io_loop.call_later(WARM_UP_AFTER_INFO_S, self._start_warm_up, self._info_requests)
+
+    def _start_warm_up(self, after_request: int) -> None:
+        """Start the warm-up unless a kernel_info request came since this was scheduled."""
+        if after_request == self._info_requests:
+            self.warm_up.start()
 
     def _parent_session(self) -> str:
         parent = self.get_parent()  # type: ignore[no-untyped-call]
