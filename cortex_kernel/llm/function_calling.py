@@ -133,21 +133,14 @@ _UNDECIDED = re.compile(r"```(?:json)?\s*", re.IGNORECASE)
 _BLOCK_ENDS = {"```": "```", "<tool_call>": "</tool_call>"}
 
 
-def _line_starts(text: str, start: int) -> Iterator[int]:
-    """The positions at or after ``start`` where a line begins."""
-    if start == 0 or text[start - 1] == "\n":
-        position = start
-    else:
-        following = text.find("\n", start)
-        if following < 0:
-            return
-        position = following + 1
-    while True:
-        yield position
-        following = text.find("\n", position)
-        if following < 0:
-            return
-        position = following + 1
+def _line_starts(text: str, first: bool) -> Iterator[int]:
+    """The positions in ``text`` where a line begins (0 when ``first``)."""
+    if first:
+        yield 0
+    position = text.find("\n")
+    while position >= 0:
+        yield position + 1
+        position = text.find("\n", position + 1)
 
 
 def _could_start(head: str, names: Iterable[str] = ()) -> bool:
@@ -253,47 +246,58 @@ class TextCallHold:
     :func:`block_tool_calls`) to the end of the stream, text is held: when
     the stream ends it is either calls or released then. Text before it
     streams as usual; so does a code fence that turns out not to hold JSON.
+    Only the text not passed on yet is kept: a chunk costs the same at the
+    end of a long answer as at its start.
     """
 
     def __init__(self, known: Iterable[str] = ()) -> None:
-        self.sent = 0  # content[:sent] was passed on
-        self.held_from: int | None = None
-        self._names = tuple(_by_lower(known))
+        self._known = tuple(name for name in known if name)
+        self._names = tuple(_by_lower(self._known))
+        self._pending = ""  # not passed on yet, and not held: the current line at most
+        self._held: list[str] = []  # from the line that may start a call, to the end
+        self._at_start = True  # nothing was passed on yet
+        self._line_start = True  # _pending begins a line
 
-    def release(self, content: str) -> str:
-        """What of ``content`` (the text so far) can be passed on now."""
-        if self.held_from is not None:
+    def release(self, text: str) -> str:
+        """What can be passed on now, ``text`` being the stream's next chunk."""
+        if self._held:
+            self._held.append(text)
             return ""
-        stop = len(content)
-        for start in _line_starts(content, self.sent):
-            head = content[start:].lstrip(" \t")
+        pending = self._pending + text
+        stop = len(pending)
+        for start in _line_starts(pending, self._line_start):
+            head = pending[start:].lstrip(" \t")
             if (
                 _DECIDED.match(head)
-                or (start == 0 and head.startswith("["))
+                or (self._at_start and start == 0 and head.startswith("["))
                 or self._python_call_start(head)
             ):
-                self.held_from = stop = start
+                self._held.append(pending[start:])
+                stop = start
                 break
             if _could_start(head, self._names):
                 stop = start  # may still become a call: wait for more
                 break
-        out = content[self.sent : stop]
-        self.sent = max(self.sent, stop)
+        out = pending[:stop]
+        self._pending = "" if self._held else pending[stop:]
+        if out:
+            self._at_start = False
+            self._line_start = stop < len(pending) or out.endswith("\n")
         return out
 
     def _python_call_start(self, head: str) -> bool:
         match = _PYTHON_CALL.match(head)
         return match is not None and match.group(1).lower() in self._names
 
-    def finish(self, content: str, known: Iterable[str]) -> tuple[list[ToolCall], str]:
+    def finish(self) -> tuple[list[ToolCall], str]:
         """At the stream's end: the calls held back, and the text still to pass on."""
-        if self.held_from is None:
-            rest, self.sent = content[self.sent :], len(content)
-            return [], rest
-        calls = block_tool_calls(content[self.held_from :], known)
-        if calls:
-            return calls, ""
-        rest, self.sent = content[self.sent :], len(content)
+        held = "".join(self._held)
+        if held:
+            calls = block_tool_calls(held, self._known)
+            if calls:
+                return calls, ""
+        rest = self._pending + held
+        self._pending, self._held = "", []
         return [], rest
 
 

@@ -89,7 +89,6 @@ __all__ = [
 ]
 
 _configured = False
-# How tool calls written as text begin (see LiteLLMCompletion._holding).
 _lock = threading.Lock()
 
 #: Seconds to connect, and between two chunks once tokens flow.
@@ -492,7 +491,7 @@ class LiteLLMCompletion(Completion):
                             self._chars += len(text)
                             if not self._text_calls_possible():
                                 yield text
-                            elif shown := self._hold.release(self.content):
+                            elif shown := self._hold.release(text):
                                 yield shown
                     break
                 except Exception as exc:
@@ -523,8 +522,7 @@ class LiteLLMCompletion(Completion):
                 yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
             elif self._text_calls_possible():
                 # A server that returned its model's calls as text (see block_tool_calls).
-                names = [t.get("function", t).get("name") for t in self.request.tools or []]
-                self.tool_calls, rest = self._hold.finish(self.content, [n for n in names if n])
+                self.tool_calls, rest = self._hold.finish()
                 if self.tool_calls:
                     # The calls' text was held back (and whatever the model imagined
                     # after them): the history gets the calls once, as tool_calls;

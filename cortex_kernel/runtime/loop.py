@@ -574,7 +574,7 @@ class Run:
                     if cut_at is None and turn.limit is None:
                         await self._handle(parser.close(), turn)
                 turn.tool_calls = list(completion.tool_calls)
-                turn.written = getattr(completion, "written", None)
+                turn.written = completion.written
                 turn.usage = completion.usage
         except anyio.get_cancelled_exc_class():
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="cancelled"))
