@@ -15,11 +15,12 @@ the decision still goes into the transcript, ``by`` naming the setting.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import anyio
+if TYPE_CHECKING:  # imported when a run needs them (the kernel starts without them)
+    import anyio
 
-from ..executors.approval import ApprovalRequest
+    from ..executors.approval import ApprovalRequest
 
 __all__ = ["ViewApprover"]
 
@@ -46,6 +47,8 @@ class ViewApprover:
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         """Wait until :meth:`decide` is called for ``request.action_id``."""
+        import anyio
+
         if self.policy != "ask":
             return self.policy == "approve"
         event = anyio.Event()

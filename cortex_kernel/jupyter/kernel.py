@@ -9,10 +9,12 @@ doing everything else — execution count, history, display, errors,
 completion — as usual.
 
 Nothing heavy is imported here, so the kernel starts as fast as the stock
-one: the runtime, the view and litellm are imported by a background warm-up
-(:mod:`cortex_kernel.jupyter.warmup`) once the kernel has answered its first
-``kernel_info`` request, while it is idle, so the first message streams as
-fast as the next ones.
+one: the runtime with its pydantic models, the manifest, the model options,
+the view and litellm are imported by a background warm-up
+(:mod:`cortex_kernel.jupyter.warmup`) once the kernel has answered its
+``kernel_info`` requests, while it is idle, so the first message streams as
+fast as the next ones (a magic used before that imports what it needs).
+``tests/test_imports.py`` lists what must not be imported at start.
 """
 
 from __future__ import annotations

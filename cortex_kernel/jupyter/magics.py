@@ -37,9 +37,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..model_options import ModelOptions, parse_model_line
-from ..runtime.transcript import default_transcript_dir, open_private
-from ..safejson import safe_repr
 from .feeds_magic import feeds_magic
 from .mcp_magic import mcp_magic
 from .runner import CELL_ERRORS, runner_for
@@ -133,6 +130,8 @@ def _model(line: str) -> None:
     """%model [SPEC] [--temperature T] [--max-tokens N] [--seed S] [--api-base URL]
     [--protocol xml|tools] [--timeout S] [--first-token-timeout S] [--retries N]
     — show the model, or switch model and options (history kept)."""
+    from ..model_options import ModelOptions, parse_model_line
+
     runner = runner_for(_shell())
     spec, options = parse_model_line(line)
     if spec is not None or options != ModelOptions():
@@ -259,6 +258,8 @@ def _relics(line: str) -> None:
 
 def _variables(line: str) -> None:
     """%variables — the variables the agent's runs produced, with types and previews."""
+    from ..safejson import safe_repr
+
     runner = runner_for(_shell())
     # Named values only (output keys, set_variable): action ids are not variables.
     variables = runner.session.variables_store.values
@@ -276,6 +277,8 @@ def _variables(line: str) -> None:
 def _transcript(line: str) -> None:
     """%transcript [path|export FILE] — where transcripts go and the last one,
     just the last one's path, or all runs' into FILE (created 0600)."""
+    from ..runtime.transcript import default_transcript_dir, open_private
+
     runner = runner_for(_shell())
     words = line.split(maxsplit=1)
     paths = [r.transcript for r in runner.results if r.transcript is not None]

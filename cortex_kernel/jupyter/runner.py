@@ -35,14 +35,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, RunFailed, RunInterrupted, RunLimitReached
-from ..model_options import ModelOptions, add_model_arguments, options_from_args
 from .approvals import ViewApprover
 from .interpolate import interpolate
 from .interrupt import cancel_on_sigint
-from .viewstate import TerminalView, escape_math
 
 if TYPE_CHECKING:
+    # Imported where used: the kernel imports this module at start, and these
+    # pull in pydantic and the runtime (the background warm-up imports them).
     from ..executors.relic import RelicRegistry
+    from ..model_options import ModelOptions
     from ..runtime.ports import Model
     from ..runtime.run_result import RunResult
     from ..runtime.session import Session
@@ -85,6 +86,8 @@ class FinalAnswer:
         return self.text
 
     def _repr_markdown_(self) -> str:
+        from .viewstate import escape_math
+
         # "$5 or $6" must never be typeset as math by the notebook's renderer.
         return escape_math(self.text)
 
@@ -111,6 +114,8 @@ def parse_options(line: str) -> _Options:
     ConfigError
         On an unknown option, a missing value or a bad value.
     """
+    from ..model_options import add_model_arguments, options_from_args
+
     parser = argparse.ArgumentParser(prog="%%agent", add_help=False, exit_on_error=False)
     parser.add_argument("--model")
     parser.add_argument("--manifest")
@@ -209,7 +214,7 @@ class AgentRunner:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.model_spec: str | None = None
-        self.model_options = ModelOptions()
+        self._model_options: ModelOptions | None = None  # see model_options
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.agent: str | None = None  # which agent of the manifest (None: its default)
@@ -228,6 +233,19 @@ class AgentRunner:
         #: Holds the sessions open while the kernel's loop runs.
         self.host = SessionHost()
         shell.events.register("pre_run_cell", self._pre_run_cell)
+
+    @property
+    def model_options(self) -> ModelOptions:
+        """The notebook's model options (``%model --temperature 0``…); none set at first."""
+        if self._model_options is None:
+            from ..model_options import ModelOptions
+
+            self._model_options = ModelOptions()
+        return self._model_options
+
+    @model_options.setter
+    def model_options(self, options: ModelOptions) -> None:
+        self._model_options = options
 
     def _pre_run_cell(self, info: Any) -> None:
         # The front end's cell id keys the conversation turn (re-run replaces it).
@@ -286,6 +304,8 @@ class AgentRunner:
         The model is checked now (a missing replay file, a bad option): a
         failing ``%model`` raises :class:`ConfigError` and changes nothing.
         """
+        from ..model_options import ModelOptions
+
         options = options if options is not None else ModelOptions()
         if spec is None:
             merged = self.model_options.merged(options)
@@ -301,6 +321,8 @@ class AgentRunner:
 
     def set_protocol(self, protocol: str) -> None:
         """Speak ``xml`` (protocol text) or ``tools`` (native function calling) from now on."""
+        from ..model_options import ModelOptions
+
         chosen = ModelOptions.from_mapping({"protocol": protocol}, where="%protocol")
         self.model_options = self.model_options.merged(chosen)
         if self._session is not None:
@@ -391,6 +413,7 @@ class AgentRunner:
         from IPython.display import display
 
         from .view import RunView
+        from .viewstate import TerminalView
 
         self.loop = asyncio.get_running_loop()
         options = parse_options(options_line)

@@ -1,11 +1,13 @@
 """Warm the model layer in the background once the kernel is up and idle.
 
-The kernel starts without the runtime, the view or litellm (``import
-litellm`` alone takes 2–4 s), so the first agent cell used to pay for all
-of them before its request left. :class:`WarmUp` imports them in a daemon
-thread after the kernel has answered its first ``kernel_info`` request (or
-a few seconds after start, for a front end that never asks), so neither
-the kernel's start nor ``kernel_info`` waits for it.
+The kernel starts without the runtime, pydantic, the view or litellm
+(``import litellm`` alone takes 2–4 s; the runtime's pydantic models, the
+manifest and the model options ~0.45 s under load), so the first agent
+cell used to pay for all of them before its request left. :class:`WarmUp`
+imports them in a daemon thread after the kernel has answered its
+``kernel_info`` requests (or a few seconds after start, for a front end
+that never asks), so neither the kernel's start nor ``kernel_info`` waits
+for it.
 
 A cell has the interpreter to itself as far as we can arrange: the work is
 split into steps (the runtime, the view, the HTTP stack, litellm, one
@@ -57,7 +59,8 @@ def warm_up_steps(environ: dict[str, str] | None = None) -> list[Callable[[], No
     """
     env = os.environ if environ is None else environ
     steps = [
-        _import("cortex_kernel.agent"),  # runtime, executors, pydantic models
+        # The runtime, executors, manifest, model options: pydantic models.
+        _import("cortex_kernel.agent"),
         _import("cortex_kernel.jupyter.view"),  # anywidget, ipywidgets
     ]
     if not env.get("CORTEX_MODEL", "").strip().startswith("replay:"):

@@ -17,6 +17,7 @@ import pytest
 
 from cortex_kernel.jupyter.warmup import WarmUp, warm_up_steps
 from tests.llm.fake_openai import FakeOpenAI
+from tests.test_imports import HEAVY_AT_KERNEL_START
 
 from .conftest import Kernel, dump
 
@@ -43,6 +44,15 @@ print(json.dumps({
     "ran": _k.warm_up.ran,
     "litellm": "litellm" in sys.modules,
 }))
+"""
+
+HEAVY = """%%python
+import sys
+_heavy = {heavy!r}
+print(" ".join(sorted(
+    name for name in sys.modules
+    if any(name == prefix or name.startswith(prefix + ".") for prefix in _heavy)
+)))
 """
 
 
@@ -93,3 +103,18 @@ def test_warm_up_can_be_switched_off_and_skips_litellm_for_replay(
     replay = [step.__name__ for step in warm_up_steps({"CORTEX_MODEL": "replay:x.jsonl"})]
     assert replay == ["import cortex_kernel.agent", "import cortex_kernel.jupyter.view"]
     assert "_warm_litellm" in [step.__name__ for step in warm_up_steps({})]
+
+
+def test_kernel_info_and_python_cells_import_nothing_heavy(cortex_kernelspec: str) -> None:
+    # Without the warm-up, only the start, kernel_info and the cell itself ran:
+    # the runtime, pydantic and litellm wait for the first agent cell or magic.
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("CORTEX_MODEL", None)
+    env["CORTEX_WARM_UP"] = "0"
+    kernel = Kernel(cortex_kernelspec, env)
+    try:
+        assert kernel.python(HEAVY.format(heavy=HEAVY_AT_KERNEL_START)).strip() == ""
+        assert kernel.python("%%python\nprint(6 * 7)").strip() == "42"
+        assert kernel.python(HEAVY.format(heavy=HEAVY_AT_KERNEL_START)).strip() == ""
+    finally:
+        kernel.shutdown()
