@@ -81,6 +81,12 @@ _MIN_SECRET_LENGTH = 6
 
 _SURROGATE = "[\ud800-\udfff]"
 
+# Values with no text in them (exact types), skipped without a call.
+_ATOMS = frozenset({type(None), bool, int, float})
+_NUMBERS = (bool, int, float)
+_SEQUENCES = (list, tuple)
+_MODEL_TYPES: set[type] = set()  # the model classes seen so far
+
 T = TypeVar("T")
 
 
@@ -144,30 +150,57 @@ class Redactor:
         return self._walk(value, 0)  # type: ignore[no-any-return]
 
     def _walk(self, value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind in _ATOMS:  # exact types; subclasses (a str enum) take the isinstance path
+            return value
         if isinstance(value, str):
             return self.text(value)
-        if depth > 200 or value is None or isinstance(value, bool | int | float):
+        if depth > 200 or isinstance(value, _NUMBERS):
             return value
-        if isinstance(value, BaseModel):
-            updates = {}
-            for name in type(value).model_fields:
-                item = getattr(value, name, None)
-                clean = self._walk(item, depth + 1)
-                if clean is not item:
-                    updates[name] = clean
-            return value.model_copy(update=updates) if updates else value
+        # A class seen once is known: pydantic's isinstance check runs Python code.
+        if kind in _MODEL_TYPES or isinstance(value, BaseModel):
+            _MODEL_TYPES.add(kind)
+            return self._model(value, depth)
         if isinstance(value, dict):
             cleaned = {self._walk(k, depth + 1): self._walk(v, depth + 1) for k, v in value.items()}
             same = len(cleaned) == len(value) and all(
                 k in value and value[k] is v for k, v in cleaned.items()
             )
             return value if same else cleaned
-        if isinstance(value, list | tuple):
+        if isinstance(value, _SEQUENCES):
             items = [self._walk(v, depth + 1) for v in value]
             if all(a is b for a, b in zip(items, value, strict=True)):
                 return value
             return items if isinstance(value, list) else tuple(items)
         return value
+
+    def _model(self, value: BaseModel, depth: int) -> BaseModel:
+        """A model with its fields scrubbed (the same object when clean).
+
+        Called once per event, so the common fields are looked at inline:
+        clean strings cost one search, numbers and ``None`` nothing, a span
+        nothing. The fields are read as ``__dict__`` holds them
+        (``model_fields`` costs a deprecation check per access).
+        """
+        updates: dict[str, Any] = {}
+        search = self._pattern.search
+        for name, item in value.__dict__.items():
+            kind = type(item)
+            if kind is str:
+                if search(item) is None:
+                    continue
+                clean = self.text(item)
+            elif kind in _ATOMS or (
+                kind is tuple and len(item) == 2 and type(item[0]) is int and type(item[1]) is int
+            ):
+                continue
+            else:
+                clean = self._walk(item, depth + 1)
+            if clean is not item:
+                updates[name] = clean
+        return value.model_copy(update=updates) if updates else value
 
 
 class StreamRedactor:
@@ -185,7 +218,13 @@ class StreamRedactor:
 
     def feed(self, chunk: str) -> str:
         """The scrubbed text that can go on now."""
-        raw = self._held + chunk
+        raw = self._held + chunk if self._held else chunk
+        if self.redactor._pattern.search(raw) is None:
+            # The common case, once per chunk: nothing to replace, only the
+            # start of a secret at the end to hold back.
+            cut = len(raw) - self._secret_start(raw)
+            self._held = raw[cut:]
+            return raw[:cut]
         cut = len(raw) - self._secret_start(raw)
         # Never cut through a secret that is already whole: move before it.
         moved = True
@@ -205,11 +244,17 @@ class StreamRedactor:
     def _secret_start(self, text: str) -> int:
         """Length of the longest end of ``text`` that begins some secret."""
         longest = 0
+        end = len(text)
         for secret in self.redactor.secrets:
-            for size in range(min(len(secret) - 1, len(text)), longest, -1):
-                if secret.startswith(text[-size:]):
-                    longest = size
+            # Candidates start where the secret's first character occurs in
+            # the last len(secret) - 1 characters: a find, not a slice per size.
+            first = secret[0]
+            at = text.find(first, max(0, end - len(secret) + 1), end - longest)
+            while at != -1:
+                if secret.startswith(text[at:]):
+                    longest = end - at
                     break
+                at = text.find(first, at + 1, end - longest)
         return longest
 
 

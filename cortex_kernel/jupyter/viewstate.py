@@ -39,6 +39,7 @@ __all__ = [
     "RunState",
     "TerminalView",
     "escape_math",
+    "event_data",
     "render_html",
     "render_markdown",
     "render_text",
@@ -86,6 +87,31 @@ def escape_math(markdown: str) -> str:
         pos = match.end()
     out.append(markdown[pos:].replace("$", _DOLLAR_MD))
     return "".join(out)
+
+
+# Field values ``model_dump`` returns as they are (immutable, no model inside).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def event_data(event: Any) -> dict[str, Any]:
+    """An event model's fields as a dict, equal to ``event.model_dump()``.
+
+    A text delta or a tag event holds only strings, numbers and its span:
+    its ``__dict__`` copied is that dict, for a fraction of ``model_dump``'s
+    cost, paid on every streamed chunk. Anything else (a nested model, a
+    dict, an enum) goes through ``model_dump``.
+    """
+    fields: dict[str, Any] = event.__dict__
+    for value in fields.values():
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        if kind is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
+            continue  # a span, on every event: checked inline
+        if kind is tuple and all(type(item) in _PLAIN for item in value):
+            continue
+        return event.model_dump()  # type: ignore[no-any-return]
+    return dict(fields)
 
 
 def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
@@ -205,7 +231,7 @@ class RunState:
 
     def apply(self, event: Any) -> None:
         """Fold one event (a pydantic event model, or its dict) into the state."""
-        data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
+        data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
         kind = data.get("type", "")
         if data.get("parent") and kind.startswith("action_"):
             self._adopt_parent(data["parent"], data)
@@ -687,7 +713,7 @@ class TerminalView:
 
     def push(self, event: Any) -> None:
         """Print the line of the action ``event`` changed (after the state took it)."""
-        data: dict[str, Any] = event if isinstance(event, dict) else event.model_dump()
+        data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
         kind = data.get("type")
         nodes = self.state.doc["nodes"]
         node_id = f"feed.{data.get('feed_id')}" if kind == "feed_updated" else data.get("id")

@@ -30,6 +30,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ..exceptions import ModelError
+from ..fastmodel import copy_with
 from ..protocol.models import ActionMode, ActionType, IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.parser_events import (
@@ -563,7 +564,10 @@ class Run:
                     if not text:
                         continue
                     chunks.append(text)
-                    cut_at = await self._handle(parser.feed(text), turn)
+                    events = parser.feed(text)
+                    if not events:  # the parser holds a partial tag or an action's body
+                        continue
+                    cut_at = await self._handle(events, turn)
                     if cut_at is not None or turn.limit is not None:
                         break
                 else:
@@ -607,10 +611,20 @@ class Run:
         """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
         assert self.scheduler is not None
         for event in events:
+            # Streamed text first, by exact type: nearly every event is one,
+            # and each isinstance check on a pydantic class runs Python code.
+            if type(event) is ThoughtDelta:
+                self.emit(copy_with(event, {"t": self.clock(), "turn": turn.number}))
+                turn.thought.append(event.text)
+                continue
+            if type(event) is ResponseDelta:
+                self.emit(copy_with(event, {"t": self.clock(), "turn": turn.number}))
+                turn.response.append(event.text)
+                continue
             update: dict[str, object] = {"t": self.clock(), "turn": turn.number}
             if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
                 update["message"] = self._duplicate_message(event)
-            stamped = event.model_copy(update=update)
+            stamped = copy_with(event, update)  # model_copy, without its generic cost
             self.emit(stamped)
             event = stamped
             if isinstance(event, ActionOpen):
