@@ -34,6 +34,13 @@ SSE chunks of 4 characters, through litellm's real HTTP path. Figures:
    httpx reading the same paced stream: at a paced rate every chunk is its
    own wake-up of the event loop (epoll, socket read, HTTP framing), a cost
    any Python reader pays, and this machine's floor.
+5. **In process** — the same run with the document streamed from memory
+   (one 4-character chunk per pass of the event loop, no HTTP): the CPU
+   per chunk of the runtime alone (scrubbing, parser, stamping, redaction,
+   scheduler, transcript, view), without the view, and the in-memory
+   model's own loop, which is subtracted. No socket and no other process:
+   far steadier than the paced figures, which this machine's wake-ups
+   dominate.
 
 The first litellm call (import and client set-up) is made before timing and
 reported on its own.
@@ -52,12 +59,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.llm.fake_openai
@@ -67,7 +75,7 @@ from cortex_kernel.jupyter.viewstate import RunState
 from cortex_kernel.llm import litellm_model
 from cortex_kernel.llm.litellm_model import LiteLLMModel, load_litellm
 from cortex_kernel.protocol.parser import Parser
-from cortex_kernel.runtime.ports import CompletionRequest
+from cortex_kernel.runtime.ports import Completion, CompletionRequest, Model
 from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAIProcess, Reply, text_reply
 
@@ -217,11 +225,54 @@ async def run_sql(query: str) -> str:
     return f"10 rows of {query!r}"
 
 
+class _MemoryCompletion(Completion):
+    """Chunks from memory, one per pass of the event loop (as one network read each)."""
+
+    def __init__(self, chunks: list[str]) -> None:
+        super().__init__()
+        self._chunks = chunks
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[str]:
+        for chunk in self._chunks:
+            await anyio.lowlevel.checkpoint()
+            yield chunk
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _MemoryModel(Model):
+    """Streams ``text`` in chunks of :data:`CHUNK` characters, every turn."""
+
+    def __init__(self, text: str) -> None:
+        self.name = "memory"
+        self.chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+
+    def stream(self, request: CompletionRequest) -> Completion:
+        return _MemoryCompletion(self.chunks)
+
+
+async def _memory_model_alone(model: _MemoryModel) -> float:
+    """Process CPU s of reading the in-memory stream with nothing else."""
+    started = time.process_time()
+    async with model.stream(CompletionRequest(messages=MESSAGES)) as completion:
+        async for _ in completion:
+            pass
+    return time.process_time() - started
+
+
 async def _end_to_end(api_base: str, folder: Path) -> tuple[float, float, str]:
-    """One whole run with the view's state; (process CPU s, last event time, status)."""
+    """One whole run through litellm; see :func:`_whole_run`."""
+    return await _whole_run(_model(api_base), folder)
+
+
+async def _whole_run(model: Model, folder: Path, view: bool = True) -> tuple[float, float, str]:
+    """One whole run, the view's state fed or not; (process CPU s, last event time, status)."""
     tools = ToolRegistry()
     tools.register(run_sql, name="run_sql")
-    model = _model(api_base)
     session = build_session(model, tools=tools, transcript_dir=folder)
     state = RunState()
     last = 0.0
@@ -232,7 +283,7 @@ async def _end_to_end(api_base: str, folder: Path) -> tuple[float, float, str]:
         last = time.perf_counter()
 
     started = time.process_time()
-    result = await session.run("benchmark", on_event=on_event)
+    result = await session.run("benchmark", on_event=on_event if view else None)
     cpu = time.process_time() - started
     await session.aclose()
     return cpu, last, result.status
@@ -305,6 +356,16 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
                     arrivals = await _raw(server.api_base)
                     raw_cpu.append(arrivals[-1][2] - arrivals[0][2])
         records = server.stop()
+    memory = _MemoryModel(run_text)
+    in_process: dict[str, list[float]] = {"run": [], "run_without_view": [], "model_alone": []}
+    with tempfile.TemporaryDirectory() as folder:
+        await _whole_run(memory, Path(folder))  # warm-up
+        for _ in range(3 * repeat):  # alternating, the best of each
+            in_process["run"].append((await _whole_run(memory, Path(folder)))[0])
+            in_process["run_without_view"].append(
+                (await _whole_run(memory, Path(folder), view=False))[0]
+            )
+            in_process["model_alone"].append(await _memory_model_alone(memory))
 
     first_ours: list[float] = []
     first_chunk_ours: list[float] = []
@@ -351,6 +412,13 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
             "last_event_after_last_chunk_ms": round(best["lag_ms"], 2),
             "status": best["status"],
         }
+    memory_us = {
+        name: round(min(values) / run_chunks * 1e6, 1) for name, values in in_process.items()
+    }
+    memory_us["ours"] = round(memory_us["run"] - memory_us["model_alone"], 1)
+    memory_us["ours_without_view"] = round(
+        memory_us["run_without_view"] - memory_us["model_alone"], 1
+    )
     return {
         "chunks": chunks,
         "chunk_chars": CHUNK,
@@ -378,6 +446,7 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
         "unpaced_cpu_us_per_chunk": cpu_us,
         "end_to_end_chunks": run_chunks,
         "end_to_end": end_to_end,
+        "in_process_us_per_chunk": memory_us,
     }
 
 
@@ -424,6 +493,12 @@ def main() -> dict[str, Any]:
             f"last event {row['last_event_after_last_chunk_ms']:.1f} ms after the last chunk, "
             f"run {row['status']})"
         )
+    memory = result["in_process_us_per_chunk"]
+    print(
+        f"in process (no HTTP)         ours {memory['ours']:.1f} us CPU per chunk "
+        f"(without the view {memory['ours_without_view']:.1f}; the whole run "
+        f"{memory['run']:.1f} less the in-memory model's own loop {memory['model_alone']:.1f})"
+    )
     return result
 
 

@@ -147,6 +147,8 @@ class Redactor:
         Returns the same object when nothing changed, so clean events cost
         a scan and no copy.
         """
+        if type(value) in _MODEL_TYPES:  # an event: straight to its fields
+            return self._model(value, 0)  # type: ignore[arg-type,return-value]
         return self._walk(value, 0)  # type: ignore[no-any-return]
 
     def _walk(self, value: Any, depth: int) -> Any:

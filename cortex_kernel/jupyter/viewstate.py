@@ -168,6 +168,9 @@ class RunState:
 
     def take_ops(self) -> list[Op]:
         """Return the pending ops (merged per target) and clear them."""
+        footer = self._pending.get(("f",))
+        if footer is not None:
+            footer[1] = dict(self.doc["footer"])
         ops = list(self._pending.values())
         self._pending.clear()
         self.seq += 1
@@ -225,7 +228,15 @@ class RunState:
 
     def _footer(self, **fields: Any) -> None:
         self.doc["footer"].update(fields)
-        self._pending[("f",)] = ["f", dict(self.doc["footer"])]
+        self._footer_op()
+
+    def _footer_op(self) -> None:
+        # The footer changes with nearly every streamed chunk (tokens, time):
+        # its op is filled with the footer as it is when the ops are taken.
+        # Equal to a copy per change, since while this op waits every
+        # change of the footer comes here again.
+        if ("f",) not in self._pending:
+            self._pending[("f",)] = ["f", None]
 
     # -- events -------------------------------------------------------------
 
@@ -261,7 +272,7 @@ class RunState:
             # travels with whatever else changed.
             self.doc["footer"]["seconds"] = round(t, 3)
             if self._pending:
-                self._pending[("f",)] = ["f", dict(self.doc["footer"])]
+                self._footer_op()
 
     @staticmethod
     def _nested(e: dict[str, Any]) -> bool:

@@ -41,4 +41,7 @@ def test_quick_llm_bench_reports_every_figure(
     for row in result["end_to_end"].values():
         assert row["status"] == "ok"  # the whole run went through: parser, scheduler, view
         assert row["cpu_us_per_chunk"] > 0 and row["raw_httpx_cpu_us_per_chunk"] > 0
+    memory = result["in_process_us_per_chunk"]
+    assert set(memory) == {"run", "run_without_view", "model_alone", "ours", "ours_without_view"}
+    assert memory["run"] > memory["model_alone"] > 0
     assert "first byte -> first event" in capsys.readouterr().out
