@@ -89,6 +89,7 @@ from .tool_calls import (
     call_action_id,
     call_summary,
     tool_result_message,
+    unknown_function_message,
     with_output_key,
 )
 from .tools import ToolRegistry
@@ -603,6 +604,7 @@ class Run:
                 self.redactor.text(turn.text),
                 turn.tool_calls,
                 written=None if written is None else self.redactor.text(written),
+                opening=self.redactor.value(opening),
             )
         self.emit(TurnEnded(t=self.clock(), turn=number, reason=turn.reason, usage=turn.usage))
         return turn
@@ -722,11 +724,15 @@ class Run:
                     else f"{called} {status}: {node.error}"
                 )
                 names: tuple[str, ...] = (node.id,)
-                tool_results.append((call.id, text, names))
             else:
                 error = next((e for e in turn.errors if e.id == action_id), None)
                 text = f"{called} error: {error.message}" if error else f"{called} pending"
-                tool_results.append((call.id, text, ()))
+                names = ()
+            if call.name not in self.context.tools:
+                # No such function: say what to do instead (rather than only "unknown").
+                known = [tool.name for tool in self.context.tools]
+                text = f"{called} error: {unknown_function_message(call.name, known)}"
+            tool_results.append((call.id, text, names))
         call_ids = {call_action_id(call.id) for call in turn.tool_calls}
         items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
             self._result_item(node) for node in settled if node.id in by_id

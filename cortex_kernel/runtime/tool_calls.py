@@ -21,6 +21,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from .ports import Message, ToolCall
+from .tools import closest_names
 
 __all__ = [
     "OUTPUT_KEY_ARGUMENT",
@@ -31,6 +32,7 @@ __all__ = [
     "tool_call_to_action",
     "tool_calls_to_protocol",
     "tool_result_message",
+    "unknown_function_message",
     "with_output_key",
 ]
 
@@ -172,6 +174,23 @@ def call_summary(call: ToolCall, limit: int = 200) -> str:
         inner = "…"
     text = f"{call.name}({inner})"
     return text if len(text) <= limit else text[: limit - 2] + "…)"
+
+
+def unknown_function_message(name: str, known: Collection[str]) -> str:
+    """The tool message for a call to a function the model was not given.
+
+    A small model that invents a function (``reverse`` for "which expression
+    reverses a list?") and is told only that it is unknown says so and stops
+    (Qwen2.5-Coder-1.5B: "The function `reverse` is not available"); told it
+    may answer without one, it answers.
+    """
+    close = closest_names(name, sorted(known))
+    hint = (" Did you mean " + " or ".join(close) + "?") if close else ""
+    available = ", ".join(sorted(known)) or "none"
+    return (
+        f"there is no function {name}; your functions are {available}.{hint} "
+        "When none of them fits, answer the question yourself, without a function."
+    )
 
 
 def tool_result_message(call_id: str, content: str) -> Message:

@@ -12,10 +12,15 @@ files ``0600`` (the default folder is made private even if it existed).
 Lines are events (``parse_event`` reads them back) and one extra record per
 turn, which is not an event::
 
-    {"type": "model_turn", "turn": 1, "t": 0.8, "content": "…", "tool_calls": [...]}
+    {"type": "model_turn", "turn": 1, "t": 0.8, "content": "…",
+     "tool_calls": [...], "opening": [...]}
 
 ``content`` is the assistant text exactly as the run kept it (cut at the
 ``</action>`` of a sync action); ``ReplayModel`` replays these records.
+``opening`` holds the messages the turn answered, as the model got them
+(the user's message, the results of the last turn's actions or the tool
+messages of its calls, a repair request), so a transcript shows what the
+model saw as well as what it wrote.
 When the adapter read tool calls out of the model's text (function calling
 with a server that returns calls as text), ``written`` holds that text as the
 model wrote it, the result it imagined after its calls included.
@@ -33,7 +38,7 @@ from typing import IO, Any
 
 from platformdirs import user_state_dir
 
-from .ports import ToolCall
+from .ports import Message, ToolCall
 from .tool_calls import openai_tool_calls
 
 __all__ = [
@@ -121,9 +126,16 @@ class TranscriptWriter:
         tool_calls: list[ToolCall],
         *,
         written: str | None = None,
+        opening: list[Message] | None = None,
     ) -> None:
-        """Record the raw text of one turn (and the model's own, when calls were read from it)."""
+        """Record the raw text of one turn (and the model's own, when calls were read from it).
+
+        ``opening`` is what the turn answered: the messages added to the
+        conversation since the last turn (the user's, the results, a repair).
+        """
         record: dict[str, Any] = {"type": "model_turn", "turn": turn, "t": t, "content": content}
+        if opening:
+            record["opening"] = opening
         if tool_calls:
             record["tool_calls"] = openai_tool_calls(tool_calls)
         if written is not None:

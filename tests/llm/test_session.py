@@ -249,7 +249,7 @@ async def test_text_calls_over_several_turns_get_their_own_ids(
     answers = [m["content"] for m in sent if m["role"] == "tool"]
     assert answers[:2] == ["add(a=2, b=3) returned: 5", "add(a=5, b=1) returned: 6"]
     # An unknown tool written in the call shape is a call: its error lists the tools.
-    assert "unknown tool 'reverse'" in answers[2] and "available tools: add" in answers[2]
+    assert "no function reverse" in answers[2] and "your functions are add" in answers[2]
 
 
 async def test_text_that_only_mentions_a_tool_stays_an_answer(
@@ -367,3 +367,58 @@ async def test_a_call_in_the_syntax_of_the_tool_messages_is_a_call(
 
 def _records(folder: Path) -> list[dict[str, object]]:
     return [json.loads(line) for text in _read_all(folder) for line in text.splitlines()]
+
+
+async def test_a_call_to_a_function_not_given_says_to_answer_without_one(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Seen from Qwen2.5-Coder-1.5B for "Which expression reverses `items`?": a
+    made-up ``reverse`` function; told only "unknown tool" it said so and stopped,
+    told it may answer without a function it answered (``items[::-1]``)."""
+    server.stream('```json\n{"name": "reverse", "arguments": {"items": [1, 2]}}\n```', chunk_size=5)
+    server.stream("Use `items[::-1]`.")
+    session = build_session(
+        make_model(server), tools=adder(), transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("Which expression reverses `items`?")
+    assert (result.status, result.answer) == ("ok", "Use `items[::-1]`.")
+    [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert tool_message["content"] == (
+        "reverse(items=[1, 2]) error: there is no function reverse; your functions are add. "
+        "When none of them fits, answer the question yourself, without a function."
+    )
+    # The transcript shows what each turn answered, as the model got it.
+    turns = [r for r in _records(tmp_path) if r["type"] == "model_turn"]
+    assert [t["opening"] for t in turns] == [
+        [{"role": "user", "content": "Which expression reverses `items`?"}],
+        [tool_message],
+    ]
+
+
+async def test_a_misspelt_function_is_named_in_the_tool_message(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.stream('{"name": "ad", "arguments": {"a": 1, "b": 2}}')
+    server.stream('{"name": "add", "arguments": {"a": 1, "b": 2}}')
+    server.stream("3")
+    session = build_session(
+        make_model(server), tools=adder(), transcript_dir=tmp_path, protocol="tools"
+    )
+    result = await session.run("1 + 2?")
+    assert (result.status, result.answer) == ("ok", "3")
+    [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert "there is no function ad;" in tool_message["content"]
+    assert "Did you mean add?" in tool_message["content"]
+
+
+async def test_the_transcript_keeps_no_secret_of_what_a_turn_answered(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    server.stream("<response>done</response>")
+    session = session_for(server, tmp_path)
+    await session.run(f"use the key {SECRET}")
+    text = "\n".join(_read_all(tmp_path))
+    assert SECRET not in text
+    [turn] = [r for r in _records(tmp_path) if r["type"] == "model_turn"]
+    assert "use the key" in str(turn["opening"])
