@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["TagAttributes", "parse_attributes", "split_ids"]
+__all__ = ["TagAttributes", "parse_attributes", "read_lenient", "split_ids"]
 
 # name[=value] with the value double-quoted, single-quoted, bracketed or
 # bare (a quote or bracket left open ends with the tag), or one junk character.
@@ -71,6 +71,19 @@ def parse_attributes(text: str) -> TagAttributes:
     cached = _CACHE.get(text)
     if cached is not None:
         return TagAttributes(dict(cached.attrs), cached.self_closing, cached.junk)
+    result = read_lenient(text)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.clear()
+    _CACHE[text] = TagAttributes(dict(result.attrs), result.self_closing, result.junk)
+    return result
+
+
+def read_lenient(text: str) -> TagAttributes:
+    """:func:`parse_attributes` without its fast path and cache: every tag, one way.
+
+    The common case that :func:`parse_attributes` reads in one go gives
+    the same result here (a test checks it).
+    """
     body = text.rstrip()
     self_closing = body.endswith("/")
     if self_closing:
@@ -84,11 +97,7 @@ def parse_attributes(text: str) -> TagAttributes:
         key = name.lower().replace("-", "_")
         if key not in attrs:
             attrs[key] = double or single or bracket or bare
-    result = TagAttributes(attrs, self_closing, "".join(junk))
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.clear()
-    _CACHE[text] = TagAttributes(dict(attrs), self_closing, result.junk)
-    return result
+    return TagAttributes(attrs, self_closing, "".join(junk))
 
 
 def split_ids(value: str) -> tuple[str, ...]:

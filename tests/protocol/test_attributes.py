@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cortex_kernel.protocol._attributes import parse_attributes, split_ids
+from cortex_kernel.protocol._attributes import parse_attributes, read_lenient, split_ids
+
+# Pieces of tags, the common case's and its near misses: pairs, duplicates,
+# bare and single-quoted values, junk, Unicode whitespace, a closing `/`.
+_TAG_PIECES = st.sampled_from(
+    [' id="a1"', ' type="tool"', ' mode="async"', ' id="a2"', ' note="x = y"', ' e=""',
+     ' Mode="sync"', ' output-key="r"', " id='a3'", " id=a4", ' depends_on=["a1"',
+     " ", "\t", "\n", "\u00a0", "\x1c", "a", "_", "Z", "1", "=", '"', "'", "/", "[", "]",
+     "-", "é", "id", "type"]
+)  # fmt: skip
 
 
 def test_quoting_styles_and_case() -> None:
@@ -38,6 +49,14 @@ def test_cached_results_are_not_shared() -> None:
     first = parse_attributes(' final="true"')
     first.attrs["final"] = "changed"
     assert parse_attributes(' final="true"').attrs == {"final": "true"}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_TAG_PIECES, max_size=12).map("".join))
+def test_fast_path_reads_as_the_lenient_reader(text: str) -> None:
+    # parse_attributes reads the common case in one go; every tag must
+    # come out exactly as the one general reader gives it.
+    assert parse_attributes(text) == read_lenient(text)
 
 
 @pytest.mark.parametrize(
