@@ -707,6 +707,13 @@ class Run:
             names += (node.action.output_key,)
         return node.id, status, node.result if status == "ok" else node.error, names
 
+    def _own_output_key(self, name: str) -> bool:
+        """Whether tool ``name`` takes an ``output_key`` argument of its own."""
+        if name not in self.context.tools:
+            return False
+        properties = self.context.tools.get(name).parameters.get("properties") or {}
+        return "output_key" in properties
+
     def _results_messages(self, turn: _Turn, settled: list[ActionNode]) -> list[Message]:
         by_id = {node.id: node for node in settled}
         nodes = self.scheduler.nodes if self.scheduler is not None else {}
@@ -715,7 +722,7 @@ class Run:
             action_id = call_action_id(call.id)
             by_id.pop(action_id, None)
             node = nodes.get(action_id)
-            called = call_summary(call)
+            called = call_summary(call, own_output_key=self._own_output_key(call.name))
             if node is not None and node.terminal:
                 status = _STATUS.get(node.state, "error")
                 text = (

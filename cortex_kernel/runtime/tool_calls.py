@@ -153,12 +153,14 @@ def openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
-def call_summary(call: ToolCall, limit: int = 200) -> str:
+def call_summary(call: ToolCall, limit: int = 200, *, own_output_key: bool = False) -> str:
     """``name(key="value", …)``: the call a tool message answers, written out.
 
     A tool message alone says only ``Japan``; small models lose track of
     which question that answers (Qwen2.5-Coder-1.5B echoed the user's
-    question back), so each result is introduced by its call.
+    question back), so each result is introduced by its call. The
+    ``output_key`` argument :func:`with_output_key` added is not the tool's
+    and is left out, unless the function has its own (``own_output_key``).
     """
     try:
         arguments = json.loads(call.arguments or "{}")
@@ -168,7 +170,7 @@ def call_summary(call: ToolCall, limit: int = 200) -> str:
         inner = ", ".join(
             f"{key}={json.dumps(value, ensure_ascii=False)}"
             for key, value in arguments.items()
-            if key != "output_key"
+            if own_output_key or key != "output_key"
         )
     else:
         inner = "…"

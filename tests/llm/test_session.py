@@ -38,6 +38,11 @@ def session_for(server: FakeOpenAI, tmp_path: Path, **options: object) -> Sessio
     )
 
 
+def tools_session(server: FakeOpenAI, tmp_path: Path, tools: ToolRegistry) -> Session:
+    """A function-calling session (``protocol="tools"``) with ``tools``."""
+    return build_session(make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools")
+
+
 def adder() -> ToolRegistry:
     """A tool registry with one tool, ``add(a, b)``."""
     tools = ToolRegistry()
@@ -180,9 +185,7 @@ async def test_function_calls_bind_output_keys_and_fill_the_answer(
         ]
     )
     server.stream("The total is $total.")
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("add 2 and 3")
     assert (result.status, result.answer) == ("ok", "The total is 5.")
     assert session.variables["total"] == 5
@@ -192,7 +195,8 @@ async def test_function_calls_bind_output_keys_and_fill_the_answer(
     sent = server.requests[1].body["messages"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == [
         "add(a=2, b=3) returned: 5",
-        'tag(text="t") returned: t:mine',
+        # The tool's own output_key argument is a real argument: shown.
+        'tag(text="t", output_key="mine") returned: t:mine',
     ]
     assert "mine" not in session.variables
 
@@ -212,9 +216,7 @@ async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
 
     server.stream(content)
     server.stream("The sum is 5.")
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("add 2 and 3")
     assert (result.status, result.answer) == ("ok", "The sum is 5.")
     sent = server.requests[1].body["messages"]
@@ -239,9 +241,7 @@ async def test_text_calls_over_several_turns_get_their_own_ids(
     server.stream('```json\n{"name": "add", "arguments": {"a": 5, "b": 1}}\n```')
     server.stream('{"name": "reverse", "arguments": {"items": [1, 2]}}')
     server.stream("5, then 6.")
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("add 2 and 3, then add 1")
     assert (result.status, result.answer) == ("ok", "5, then 6.")
     assert not [e for e in result.events if e.type == "action_error" and "duplicate" in e.message]
@@ -297,9 +297,7 @@ async def test_calls_written_as_blocks_among_text_run_and_chain(
 
     server.stream(PLANNED_CALLS, chunk_size=3)
     server.stream("Together: $total.")
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("What is the total population of Nice and Lille together?")
     assert (result.status, result.answer) == ("ok", "Together: 584795.")
     sent = server.requests[1].body["messages"]
@@ -323,9 +321,7 @@ async def test_a_code_block_in_an_answer_stays_the_answer(
 
     answer = 'Use a slice:\n```python\nitems[::-1]\n```\nOr as JSON:\n```json\n{"a": 1}\n```'
     server.stream(answer, chunk_size=2)
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("How do I reverse a list?")
     assert (result.status, result.answer) == ("ok", answer)
     assert len(server.requests) == 1
@@ -348,9 +344,7 @@ async def test_a_call_in_the_syntax_of_the_tool_messages_is_a_call(
 
     server.stream("To_fahrenheit(celsius=15) returned: 60.0", chunk_size=4)
     server.stream("It is 59 °F.")
-    session = build_session(
-        make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, tools)
     result = await session.run("Convert 15 °C to Fahrenheit.")
     assert (result.status, result.answer, ran) == ("ok", "It is 59 °F.", [15])
     sent = server.requests[1].body["messages"]
@@ -377,9 +371,7 @@ async def test_a_call_to_a_function_not_given_says_to_answer_without_one(
     told it may answer without a function it answered (``items[::-1]``)."""
     server.stream('```json\n{"name": "reverse", "arguments": {"items": [1, 2]}}\n```', chunk_size=5)
     server.stream("Use `items[::-1]`.")
-    session = build_session(
-        make_model(server), tools=adder(), transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, adder())
     result = await session.run("Which expression reverses `items`?")
     assert (result.status, result.answer) == ("ok", "Use `items[::-1]`.")
     [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
@@ -401,9 +393,7 @@ async def test_a_misspelt_function_is_named_in_the_tool_message(
     server.stream('{"name": "ad", "arguments": {"a": 1, "b": 2}}')
     server.stream('{"name": "add", "arguments": {"a": 1, "b": 2}}')
     server.stream("3")
-    session = build_session(
-        make_model(server), tools=adder(), transcript_dir=tmp_path, protocol="tools"
-    )
+    session = tools_session(server, tmp_path, adder())
     result = await session.run("1 + 2?")
     assert (result.status, result.answer) == ("ok", "3")
     [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
