@@ -615,13 +615,10 @@ class Run:
         for event in events:
             # Streamed text first, by exact type: nearly every event is one,
             # and each isinstance check on a pydantic class runs Python code.
-            if type(event) is ThoughtDelta:
+            if type(event) is ThoughtDelta or type(event) is ResponseDelta:
                 self.emit(copy_with(event, {"t": self.clock(), "turn": turn.number}))
-                turn.thought.append(event.text)
-                continue
-            if type(event) is ResponseDelta:
-                self.emit(copy_with(event, {"t": self.clock(), "turn": turn.number}))
-                turn.response.append(event.text)
+                streamed = turn.thought if type(event) is ThoughtDelta else turn.response
+                streamed.append(event.text)
                 continue
             update: dict[str, object] = {"t": self.clock(), "turn": turn.number}
             if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
@@ -662,14 +659,10 @@ class Run:
                     turn.errors.append(error)
             elif isinstance(event, Text):
                 turn.outside.append(event.text)
-            elif isinstance(event, ThoughtDelta):
-                turn.thought.append(event.text)
             elif isinstance(event, ResponseStart):
                 turn.in_response = True
                 turn.response_is_final = event.final
                 turn.response = []
-            elif isinstance(event, ResponseDelta):
-                turn.response.append(event.text)
             elif isinstance(event, ResponseEnd):
                 text = "".join(turn.response).strip()
                 if event.final and turn.response_is_final:
