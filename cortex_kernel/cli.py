@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--samples", type=int, default=1, help="runs per task (variance)")
     evaluate.add_argument("--task", action="append", help="run only this task id (repeatable)")
     evaluate.add_argument("--out", help="folder for the JSON report (default benchmarks/results)")
+    evaluate.add_argument(
+        "--wall-time",
+        type=float,
+        metavar="SECONDS",
+        help="seconds each run may take, for every task (overrides the suite's limits.wall_time)",
+    )
     add_model_arguments(evaluate)
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their figures")
@@ -169,6 +175,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             samples=args.samples,
             tasks=args.task,
             out=args.out,
+            wall_time=args.wall_time,
         )
     if args.command == "bench":
         from .bench import run_benchmarks

@@ -48,8 +48,13 @@ def run_eval(
     samples: int = 1,
     tasks: list[str] | None = None,
     out: str | None = None,
+    wall_time: float | None = None,
 ) -> int:
-    """Run a suite and print and save its report; the exit status of ``cortex-kernel eval``."""
+    """Run a suite and print and save its report; the exit status of ``cortex-kernel eval``.
+
+    ``wall_time`` (seconds), when given, replaces the suite's ``limits.wall_time``
+    for every run of every task.
+    """
     from ..bench import benchmarks_dir
     from ..llm import PROMPT_VERSION
 
@@ -58,10 +63,15 @@ def run_eval(
     if samples < 1:
         print("cortex-kernel eval: --samples must be at least 1", file=sys.stderr)
         return 2
+    if wall_time is not None and not wall_time > 0:
+        print("cortex-kernel eval: --wall-time must be more than 0 seconds", file=sys.stderr)
+        return 2
     try:
         loaded = load_suite(suite)
         if tasks:
             loaded = loaded.select(tasks)
+        if wall_time is not None:
+            loaded = loaded.with_limits(wall_time=wall_time)
     except CortexError as exc:
         print(f"cortex-kernel eval: {exc}", file=sys.stderr)
         return 2
@@ -91,6 +101,7 @@ def run_eval(
         options=chosen.model_dump(exclude_none=True),
         samples=samples,
         prompt_version=str(PROMPT_VERSION),
+        limits=loaded.limits,
     )
     print(table(data))
     path = write_report(data, Path(out) if out else benchmarks_dir() / "results")

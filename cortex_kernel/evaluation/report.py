@@ -69,8 +69,13 @@ def report(
     options: dict[str, Any],
     samples: int,
     prompt_version: str,
+    limits: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole report as a JSON-ready dict."""
+    """The whole report as a JSON-ready dict.
+
+    ``limits`` are the run limits the tasks ran under (the suite's, with any
+    override from the command line); the report records them as given.
+    """
     tasks = []
     for r in results:
         entry = asdict(r)
@@ -85,6 +90,7 @@ def report(
         "prompt_version": prompt_version,
         "options": options,
         "samples": samples,
+        "limits": dict(limits or {}),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "overall": overall(results, samples),
         "tasks": tasks,

@@ -42,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..exceptions import ConfigError
+from ..runtime.limits import Limits
 from ..runtime.tools import TOOL_MARK
 
 __all__ = ["DEFAULT_SUITE", "Check", "Suite", "Task", "load_suite"]
@@ -142,6 +143,28 @@ class Suite(BaseModel):
         if unknown:
             raise ConfigError(f"{self.path}: no task(s) {', '.join(unknown)}")
         return self.model_copy(update={"tasks": [t for t in self.tasks if t.id in ids]})
+
+    def with_limits(self, **overrides: Any) -> Suite:
+        """The same suite with some run limits replaced (``wall_time=60``…).
+
+        Every task runs under the suite's limits, so this overrides them for
+        every task; the suite file is not changed.
+
+        Raises
+        ------
+        ConfigError
+            The limits that result are not valid :class:`~cortex_kernel.runtime.limits.Limits`.
+        """
+        limits = {**self.limits, **overrides}
+        try:
+            Limits.model_validate(limits)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"limits.{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise ConfigError(f"{self.path}: {problems}") from None
+        return self.model_copy(update={"limits": limits})
 
 
 class _SuiteFile(BaseModel):

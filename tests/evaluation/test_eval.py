@@ -109,6 +109,52 @@ def test_a_bad_suite_is_one_clear_error(tmp_path: Path) -> None:
         load_suite(missing)
 
 
+def test_wall_time_option_overrides_the_suites_limit_for_every_task(tmp_path: Path) -> None:
+    # A suite that allows 600 s a run, and a model that would stream for minutes
+    # (one token a second): only the --wall-time override can end the runs soon.
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(
+        "limits: {max_turns: 2, wall_time: 600}\n"
+        "tasks:\n"
+        "  - {id: first, message: Count., check: {number: 1}}\n"
+        "  - {id: second, before: [Count.], message: Again., check: {number: 1}}\n"
+    )
+    slow = "<response>" + " ".join(str(n) for n in range(1, 400)) + "</response>"
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps({"content": slow}) + "\n" for _ in range(3)))
+    out = tmp_path / "out"
+    result = eval_cli(
+        "--model",
+        f"replay:{turns}?tps=1",
+        "--suite",
+        str(suite),
+        "--wall-time",
+        "0.5",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    [path] = out.glob("eval-*.json")
+    data = json.loads(path.read_text())
+    assert data["limits"] == {"max_turns": 2, "wall_time": 0.5}
+    cut = "wall time limit reached: the run took more than 0.5 s (limits.wall_time)"
+    tasks = by_id(data)
+    assert {key: t["status"] for key, t in tasks.items()} == {"first": "limit", "second": "limit"}
+    # Each run of each task ("second" has a `before` cell, cut too) ran under 0.5 s.
+    assert tasks["first"]["messages"] == [f"limit: {cut}"]
+    assert tasks["second"]["messages"] == [f"limit: {cut}", f"limit: {cut}"]
+
+    bad = eval_cli("--model", f"replay:{turns}", "--suite", str(suite), "--wall-time", "0")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "cortex-kernel eval: --wall-time must be more than 0 seconds"
+
+
+def test_without_the_option_the_report_records_the_suites_limits(
+    report: dict[str, object],
+) -> None:
+    assert report["limits"] == {"max_turns": 4}
+
+
 def test_the_default_suite_covers_every_category() -> None:
     suite = load_suite(DEFAULT_SUITE)
     assert len(suite.tasks) >= 20
