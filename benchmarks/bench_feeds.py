@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cortex_kernel.agent import build_session
+from cortex_kernel.bench import percentile
 from cortex_kernel.llm.prompt import ProtocolPrompt
 from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, source_fetcher
 from cortex_kernel.runtime.ports import FeedSlot, PromptContext
@@ -71,11 +71,9 @@ async def work() -> str:
 
 
 def _ms(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
     return {
-        "p50_ms": round(statistics.median(values) * 1000, 4),
-        "p99_ms": round(p99 * 1000, 4),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 4),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 4),
         "n": len(values),
     }
 

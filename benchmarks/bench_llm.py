@@ -71,6 +71,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.llm.fake_openai
 
 from cortex_kernel.agent import build_session
+from cortex_kernel.bench import percentile
 from cortex_kernel.jupyter.viewstate import RunState
 from cortex_kernel.llm import litellm_model
 from cortex_kernel.llm.litellm_model import LiteLLMModel, load_litellm
@@ -132,11 +133,6 @@ def _model(api_base: str) -> LiteLLMModel:
         first_token_timeout=30,
         num_retries=0,
     )
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @contextmanager
@@ -430,9 +426,9 @@ async def _measure(chunks: int, repeat: int) -> dict[str, Any]:
         "raw_first_chunk_ms": round(min(first_raw) * 1e3, 3),
         "paced_latency_ms": {
             "ours_median": round(statistics.median(paced_ours) * 1e3, 3),
-            "ours_p99": round(_percentile(paced_ours, 0.99) * 1e3, 3),
+            "ours_p99": round(percentile(paced_ours, 0.99) * 1e3, 3),
             "raw_median": round(statistics.median(paced_raw) * 1e3, 3),
-            "raw_p99": round(_percentile(paced_raw, 0.99) * 1e3, 3),
+            "raw_p99": round(percentile(paced_raw, 0.99) * 1e3, 3),
             "overhead_median": round(
                 (statistics.median(paced_ours) - statistics.median(paced_raw)) * 1e3, 3
             ),

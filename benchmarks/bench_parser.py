@@ -41,6 +41,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, cast
 
 import cortex_kernel.protocol.parser as parser_module
+from cortex_kernel.bench import percentile
 from cortex_kernel.protocol import ActionParsed, IdAllocator, Parser
 
 CHUNK_SIZES = (4, 16, 256)
@@ -191,13 +192,6 @@ def _dispatch_latencies(chunks: list[str]) -> list[float]:
     return latencies
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> dict[str, Any]:
     """Run the benchmark, print its figures and return them."""
     quick = os.environ.get("CORTEX_BENCH_QUICK", "") not in ("", "0")
@@ -250,8 +244,8 @@ def main() -> dict[str, Any]:
             f"{size_chars:>6} {ours_mbps:>10.2f} {pull_mbps:>10.2f} {ratio:>6.2f} "
             f"{json_mbps:>15.2f} {ratio_json:>6.2f}"
         )
-    p50 = _percentile(all_latencies, 0.50) * 1e6
-    p99 = _percentile(all_latencies, 0.99) * 1e6
+    p50 = percentile(all_latencies, 0.50) * 1e6
+    p99 = percentile(all_latencies, 0.99) * 1e6
     results["dispatch_latency_us"] = {
         "p50": round(p50, 2),
         "p99": round(p99, 2),

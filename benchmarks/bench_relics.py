@@ -23,7 +23,6 @@ Environment
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +34,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cortex_kernel.bench import percentile
 from cortex_kernel.executors.relic import RelicRegistry
 from cortex_kernel.executors.relic_base import RelicPlace
 from cortex_kernel.executors.relic_python import SqliteStore
@@ -55,11 +55,9 @@ def noop() -> None:
 
 
 def _ms(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
     return {
-        "p50_us": round(statistics.median(values) * 1e6, 1),
-        "p99_us": round(p99 * 1e6, 1),
+        "p50_us": round(percentile(values, 0.5) * 1e6, 1),
+        "p99_us": round(percentile(values, 0.99) * 1e6, 1),
         "calls": len(values),
     }
 

@@ -42,6 +42,8 @@ import psutil  # type: ignore[import-untyped]
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from cortex_kernel.bench import percentile
+
 QUICK = os.environ.get("CORTEX_BENCH_QUICK", "") not in ("", "0")
 CALLS, WORK_S, CHAIN = (20, 0.05, 5) if QUICK else (200, 0.2, 30)
 PROJECT_TO = (2, 4, 8, 16, 32, 64, 128)
@@ -149,12 +151,10 @@ def _replay(path: Path, *turns: str) -> Path:
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
     return {
-        "p50": round(statistics.median(ordered), 2),
-        "p99": round(p99, 2),
-        "max": round(ordered[-1], 2),
+        "p50": round(percentile(values, 0.5), 2),
+        "p99": round(percentile(values, 0.99), 2),
+        "max": round(max(values), 2),
     }
 
 

@@ -28,7 +28,6 @@ import gc
 import json
 import os
 import random
-import statistics
 import tempfile
 import time
 import tracemalloc
@@ -40,6 +39,7 @@ import anyio
 import anyio.lowlevel
 
 from cortex_kernel.agent import build_session
+from cortex_kernel.bench import percentile
 from cortex_kernel.llm.replay import ReplayModel, tokenize
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
 from cortex_kernel.runtime.limits import Limits
@@ -166,12 +166,10 @@ def percentiles(values: list[float]) -> dict[str, float]:
     """p50, p99 and max in milliseconds."""
     if not values:
         return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(p99 * 1000, 3),
-        "max_ms": round(ordered[-1] * 1000, 3),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 3),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 3),
+        "max_ms": round(max(values) * 1000, 3),
     }
 
 

@@ -27,7 +27,6 @@ Environment
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +37,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cortex_kernel.bench import percentile
 from cortex_kernel.exceptions import ToolError
 from cortex_kernel.executors.command import run_command
 from cortex_kernel.executors.docker import ContainerSpec, docker_client
@@ -56,11 +56,9 @@ async def anoop() -> None:
 
 
 def _ms(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
     return {
-        "p50_ms": round(statistics.median(values) * 1000, 3),
-        "p99_ms": round(p99 * 1000, 3),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 3),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 3),
         "calls": len(values),
     }
 

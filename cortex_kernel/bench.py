@@ -3,6 +3,8 @@
 Each benchmark is a module ``benchmarks/bench_<name>.py`` with a
 ``main() -> dict`` that prints its figures and ratios and returns them; this
 runner writes the dict as JSON to ``benchmarks/results/<name>.json``.
+The benchmarks share :func:`percentile` from here (they are loaded from their
+file, not as a package, so a helper module beside them would not import).
 The benchmarks live beside the package in a source checkout (they are not
 shipped in the wheel); ``CORTEX_BENCH_DIR`` points elsewhere.
 """
@@ -11,13 +13,57 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["available_benchmarks", "benchmarks_dir", "load_benchmark", "run_benchmarks"]
+__all__ = [
+    "available_benchmarks",
+    "benchmarks_dir",
+    "load_benchmark",
+    "percentile",
+    "run_benchmarks",
+]
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, interpolated between the two nearest ranks.
+
+    The benchmarks' p50 and p99. Linear interpolation (numpy's default, and
+    ``statistics.quantiles(method="inclusive")``), so ``q=0.5`` is exactly
+    ``statistics.median`` and ``q=1`` the maximum.
+
+    Parameters
+    ----------
+    values
+        The measurements, in any order.
+    q
+        Between 0 and 1: 0.5 for p50, 0.99 for p99.
+
+    Returns
+    -------
+    float
+        The quantile; 0.0 when there are no values (a benchmark that measured
+        nothing prints zeros rather than failing).
+
+    Raises
+    ------
+    ValueError
+        ``q`` is not between 0 and 1.
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must be between 0 and 1, not {q!r}")
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
 def benchmarks_dir() -> Path:
