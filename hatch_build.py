@@ -37,6 +37,7 @@ PACKAGE = "cortex_kernel"
 # The parser's hot path: the modules compiled, relative to the project root.
 COMPILED_MODULES = (
     "cortex_kernel/protocol/parser.py",
+    "cortex_kernel/protocol/parser_events.py",
     "cortex_kernel/protocol/_body.py",
     "cortex_kernel/protocol/_scanner.py",
     "cortex_kernel/protocol/_states.py",

@@ -1,8 +1,8 @@
 """Building frozen pydantic models without validating them, for the hot path.
 
 Validation is most of the cost of a small ``feed`` (SPEC §2.2 item 5), and
-the parser only ever builds events from values it has just checked itself
-(an ``int`` pair, a ``str``, an enum member…). These constructors fill the
+the parser only ever builds actions from values it has just checked itself
+(a ``str``, a tuple of ids, an enum member…). These constructors fill the
 model's ``__dict__`` and pydantic's three slots directly; the result equals
 the validated model, serialises the same, and supports ``model_copy``.
 ``model_construct`` would do the same, but several times slower.
@@ -20,7 +20,6 @@ from pydantic import BaseModel
 __all__ = [
     "build",
     "constructor",
-    "copy_with",
     "new",
     "set_dict",
     "set_extra",
@@ -92,24 +91,3 @@ def build(cls: type[M], data: dict[str, Any], fields_set: set[str]) -> M:
     _set_extra(model, None)
     _set_private(model, None)
     return model
-
-
-def copy_with(model: M, update: dict[str, Any]) -> M:
-    """``model.model_copy(update=update)``, faster for a model without extras or private values.
-
-    The same result (``__dict__`` copied and updated, the updated names
-    added to the fields set), without pydantic's generic copy: a run stamps
-    every parser event with ``t`` and ``turn`` this way. Like ``model_copy``
-    it validates nothing: ``update`` must hold checked values of known fields.
-    A model with extras or private values goes through ``model_copy``.
-    """
-    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
-        return model.model_copy(update=update)
-    data = model.__dict__.copy()
-    data.update(update)
-    copied = _new(type(model))
-    set_dict(copied, data)
-    _set_fields_set(copied, model.__pydantic_fields_set__ | update.keys())
-    _set_extra(copied, None)
-    _set_private(copied, None)
-    return copied

@@ -87,6 +87,13 @@ _NUMBERS = (bool, int, float)
 _SEQUENCES = (list, tuple)
 _MODEL_TYPES: set[type] = set()  # the model classes seen so far
 
+
+def _is_model(kind: type) -> bool:
+    """A pydantic model, or a light parser event (``FIELDS`` names its fields, and
+    ``model_copy`` is pydantic's): this base layer cannot import the protocol."""
+    return issubclass(kind, BaseModel) or isinstance(getattr(kind, "FIELDS", None), tuple)
+
+
 T = TypeVar("T")
 
 
@@ -142,13 +149,13 @@ class Redactor:
         return self._pattern.sub(self._replace, text)
 
     def value(self, value: T) -> T:
-        """Every string inside ``value`` (dicts, lists, tuples, pydantic models) scrubbed.
+        """Every string inside ``value`` (dicts, lists, tuples, pydantic models, events) scrubbed.
 
         Returns the same object when nothing changed, so clean events cost
         a scan and no copy.
         """
         if type(value) in _MODEL_TYPES:  # an event: straight to its fields
-            return self._model(value, 0)  # type: ignore[arg-type,return-value]
+            return self._model(value, 0)  # type: ignore[no-any-return]
         return self._walk(value, 0)  # type: ignore[no-any-return]
 
     def _walk(self, value: Any, depth: int) -> Any:
@@ -162,7 +169,7 @@ class Redactor:
         if depth > 200 or isinstance(value, _NUMBERS):
             return value
         # A class seen once is known: pydantic's isinstance check runs Python code.
-        if kind in _MODEL_TYPES or isinstance(value, BaseModel):
+        if kind in _MODEL_TYPES or _is_model(kind):
             _MODEL_TYPES.add(kind)
             return self._model(value, depth)
         if isinstance(value, dict):
@@ -178,17 +185,19 @@ class Redactor:
             return items if isinstance(value, list) else tuple(items)
         return value
 
-    def _model(self, value: BaseModel, depth: int) -> BaseModel:
+    def _model(self, value: Any, depth: int) -> Any:
         """A model with its fields scrubbed (the same object when clean).
 
         Called once per event, so the common fields are looked at inline:
         clean strings cost one search, numbers and ``None`` nothing, a span
-        nothing. The fields are read as ``__dict__`` holds them
-        (``model_fields`` costs a deprecation check per access).
+        nothing. A pydantic model's fields are read as ``__dict__`` holds
+        them (``model_fields`` costs a deprecation check per access).
         """
         updates: dict[str, Any] = {}
         search = self._pattern.search
-        for name, item in value.__dict__.items():
+        names: tuple[str, ...] | None = getattr(type(value), "FIELDS", None)
+        items = value.__dict__.items() if names is None else [(n, getattr(value, n)) for n in names]
+        for name, item in items:
             kind = type(item)
             if kind is str:
                 if search(item) is None:

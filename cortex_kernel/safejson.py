@@ -104,6 +104,9 @@ def jsonable(value: Any, depth: int = 0) -> Any:
         return jsonable(value.value, depth)
     if depth >= MAX_DEPTH:
         return f"<nested deeper than {MAX_DEPTH} levels>"
+    to_model = getattr(value, "to_model", None)  # a light parser event: its pydantic model
+    if to_model is not None and not isinstance(value, type):
+        value = to_model()
     if isinstance(value, BaseModel):
         return {
             name: jsonable(item, depth + 1)

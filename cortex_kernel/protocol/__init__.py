@@ -7,6 +7,7 @@ Of ``cortex_kernel`` it imports only the base-layer helpers ``fastmodel`` and
 
 from __future__ import annotations
 
+from .event_schema import ParserEventModel
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 from .parser import Parser
 from .parser_events import (
@@ -43,6 +44,7 @@ __all__ = [
     "Parser",
     "ParserEvent",
     "ParserEventBase",
+    "ParserEventModel",
     "ResponseDelta",
     "ResponseEnd",
     "ResponseStart",

@@ -20,12 +20,10 @@ __all__ = ["TagAttributes", "parse_attributes", "read_lenient", "split_ids"]
 _ATTR_RE = re.compile(
     r"""([^\s=/"'\[\]]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|(\[[^\]]*\]?)|([^\s"'\[\]]+)))?|(\S)"""
 )
-# The common case, read in one go: lower-case names, double-quoted values
-# (possessive: nothing to backtrack into, and measurably faster).
-_SIMPLE_ATTRS_RE = re.compile(r'(?:\s++[a-z_]++="[^"]*+")*+\s*+')
-_SIMPLE_PAIR_RE = re.compile(r'\s+([a-z_]+)="([^"]*)"')
 _CACHE: dict[str, TagAttributes] = {}  # the tags the common case does not read
 _CACHE_SIZE = 256
+_NAME_PARTS: dict[str, str] = {}  # checked name parts (`` id=``) to their names
+_NAME_PARTS_SIZE = 256
 _tuple_new: Any = tuple.__new__
 _ID_RE = re.compile(r"""[^\s,\[\]"']+""")
 
@@ -61,13 +59,11 @@ def parse_attributes(text: str) -> TagAttributes:
     TagAttributes
         Never raises.
     """
-    if _SIMPLE_ATTRS_RE.fullmatch(text):
-        pairs = _SIMPLE_PAIR_RE.findall(text)
-        simple = dict(pairs)
-        if len(simple) == len(pairs):  # no duplicate (the first would win)
-            # tuple.__new__: a NamedTuple's own __new__ is a Python call.
-            result: TagAttributes = _tuple_new(TagAttributes, (simple, False, ""))
-            return result
+    simple = _read_simple(text)
+    if simple is not None:
+        # tuple.__new__: a NamedTuple's own __new__ is a Python call.
+        result: TagAttributes = _tuple_new(TagAttributes, (simple, False, ""))
+        return result
     cached = _CACHE.get(text)
     if cached is not None:
         return TagAttributes(dict(cached.attrs), cached.self_closing, cached.junk)
@@ -76,6 +72,47 @@ def parse_attributes(text: str) -> TagAttributes:
         _CACHE.clear()
     _CACHE[text] = TagAttributes(dict(result.attrs), result.self_closing, result.junk)
     return result
+
+
+def _read_simple(text: str) -> dict[str, str] | None:
+    """The common case, read with one split: ``name="value"`` pairs, each after
+    whitespace, names lower-case ASCII identifiers without duplicates; else ``None``.
+
+    Cut at the quotes, such a tag alternates name parts (`` name=``) and
+    values, and ends with whitespace at most. A name part is checked once
+    and remembered (a stream repeats a handful of them), so a tag costs a
+    split and a dict lookup per attribute.
+    """
+    parts = text.split('"')
+    last = len(parts) - 1
+    if last & 1 or (parts[last] and not parts[last].isspace()):
+        return None
+    attrs: dict[str, str] = {}
+    names = _NAME_PARTS
+    for i in range(0, last, 2):
+        name = names.get(parts[i])
+        if name is None:
+            name = _name_of_part(parts[i])
+            if name is None:
+                return None
+        if name in attrs:
+            return None  # a duplicate: the first wins, as read_lenient reads it
+        attrs[name] = parts[i + 1]
+    return attrs
+
+
+def _name_of_part(part: str) -> str | None:
+    """The name of a name part (whitespace, a lower-case ASCII identifier, ``=``),
+    remembered; ``None`` for anything else (a name to normalise, junk)."""
+    if len(part) < 3 or part[-1] != "=" or not part[0].isspace():
+        return None
+    name = part[:-1].lstrip()
+    if not (name.isascii() and name.isidentifier() and name.islower()):
+        return None
+    if len(_NAME_PARTS) >= _NAME_PARTS_SIZE:
+        _NAME_PARTS.clear()
+    _NAME_PARTS[part] = name
+    return name
 
 
 def read_lenient(text: str) -> TagAttributes:

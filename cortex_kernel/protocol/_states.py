@@ -53,8 +53,6 @@ class State:
         state's row of the transition table, filled by :func:`learn`.
     opens, closes
         The opening and closing tag names the state recognises.
-    hot
-        ``(text_cls, text_data)`` in a text state, else ``None``.
     tag_re, dispatch
         ``tag_re`` finds exactly those tags, case-insensitively (anything
         else is text), each as its own last group: ``dispatch[m.lastindex]``
@@ -76,31 +74,16 @@ class State:
         "dispatch",
         "handlers",
         "held_open_re",
-        "hot",
         "name",
         "opens",
         "prefixes",
         "tag_re",
         "text_cls",
-        "text_data",
     )
 
     def __init__(self, name: str, text_cls: type[TextEvent] | None = None) -> None:
         self.name = name
         self.text_cls = text_cls
-        # The __dict__ of a text event, in field order, to copy and fill in.
-        self.text_data: dict[str, Any] = {
-            "type": text_cls.model_fields["type"].default if text_cls else "",
-            "span": None,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "text": None,
-        }
-        # What the hot path of Parser.feed needs, in one load.
-        self.hot: tuple[type[TextEvent], dict[str, Any]] | None = (
-            (text_cls, self.text_data) if text_cls is not None else None
-        )
         self.handlers: dict[str, Handler] = {}
         self.opens: frozenset[str] = frozenset()
         self.closes: frozenset[str] = frozenset()

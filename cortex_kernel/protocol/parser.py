@@ -38,8 +38,8 @@ possible, without changing which events come out (only when the work is
 done):
 
 - a chunk of plain text in a text state with nothing held is one ``in``
-  test and one event, built in place without pydantic validation (see
-  :mod:`cortex_kernel.fastmodel`): the text hot path, the only code inlined in ``feed``;
+  test and one event (a light slotted object, see :mod:`.parser_events`):
+  the text hot path, the only code inlined in ``feed``;
 - a chunk that cannot decide anything — part of a body with no ``>``, part
   of a held opening tag with neither ``<`` nor ``>``, a held ``<`` + part of
   a tag name that is still one (``State.prefixes``, ``State.held_open_re``:
@@ -95,7 +95,6 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ..fastmodel import build, new, set_dict, set_extra, set_fields_set, set_private
 from ._actions import build_action, build_feed, fast_action
 from ._attributes import TagAttributes, parse_attributes
 from ._body import OpenBody
@@ -131,22 +130,11 @@ _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 _NO_ATTRIBUTES: Final = TagAttributes({}, False, "")
 
-# Events are built from values checked here, without validation (see
-# cortex_kernel.fastmodel); the field sets are shared, as pydantic copies before writing.
-_TEXT_FIELDS: Final = {"span", "text"}
-_SPAN_FIELDS: Final = {"span"}
-_FINAL_FIELDS: Final = {"span", "final"}
-_OPEN_FIELDS: Final = {"span", "id", "attrs", "in_thought"}
-_PARSED_FIELDS: Final = {"span", "action"}
-
 
 def _text_event(state: State, start: int, end: int, text: str) -> TextEvent:
     """The text event of a text state (text, thought or response delta)."""
-    data = state.text_data.copy()
-    data["span"] = (start, end)
-    data["text"] = text
     cls: type[TextEvent] = state.text_cls  # type: ignore[assignment]  # a text state
-    return build(cls, data, _TEXT_FIELDS)
+    return cls((start, end), text)
 
 
 def _warn_other_close(
@@ -201,10 +189,10 @@ class Parser:
         self._held_open_tag = False  # self._buf is `<name ` + attributes, no `>` yet
         self._base = 0  # stream offset of self._buf[0]
         self._state = OUTSIDE
-        # self._state.hot when plain text can take the hot path of feed (a
-        # text state, nothing buffered), else None. Set with self._state and
+        # self._state.text_cls when plain text can take the hot path of feed
+        # (a text state, nothing buffered), else None. Set with self._state and
         # self._buf, by _settle (inlined in the two hot spots that say so).
-        self._hot = OUTSIDE.hot
+        self._hot: type[TextEvent] | None = OUTSIDE.text_cls
         self._final = True  # of the open response
         self._body = OpenBody(OUTSIDE)  # the open action or feed
 
@@ -227,24 +215,13 @@ class Parser:
         """
         hot = self._hot
         if hot is not None and "<" not in text:
-            cls, template = hot
             # The hot path: plain text in a text state with nothing held, one
-            # event built in place (see cortex_kernel.fastmodel).
+            # event (the whole cost of a plain-text feed, at chunks of 4).
             if not text:
                 return []
             start = self._base
             end = self._base = start + len(text)
-            # _text_event, inlined: this is the whole cost of a plain-text
-            # feed (the chunk-4 hot path), where one call more shows.
-            data = template.copy()
-            data["span"] = (start, end)
-            data["text"] = text
-            event = new(cls)
-            set_dict(event, data)
-            set_fields_set(event, _TEXT_FIELDS)
-            set_extra(event, None)
-            set_private(event, None)
-            return [event]
+            return [hot((start, end), text)]
         state = self._state
         if state.text_cls is None:
             if ">" not in text:
@@ -344,7 +321,7 @@ class Parser:
         """Set the state and the buffer (and so the hot path): the one place."""
         self._state = state
         self._buf = buf
-        self._hot = None if buf else state.hot
+        self._hot = None if buf else state.text_cls
 
     def _run(self, events: list[ParserEvent], final: bool) -> None:
         """Account for as much of ``self._buf`` as can be decided now.
@@ -373,27 +350,19 @@ class Parser:
             whole = state.tag_re.search(buf, lt) if lt >= 0 else None
             # Text up to the tag, or up to what may still become one.
             if whole is not None:
-                stop = whole.start()
+                stop, after = whole.span()
             elif lt < 0 or final:
                 stop = n
             else:
                 stop = self._hold(state, buf, lt)
             if stop > i:
                 # _text_event, inlined as in feed: once per tag.
-                cls, template = state.hot  # type: ignore[misc]  # a text state
-                data = template.copy()
-                data["span"] = (base + i, base + stop)
-                data["text"] = buf[i:stop] if i or stop < n else buf
-                event = new(cls)
-                set_dict(event, data)
-                set_fields_set(event, _TEXT_FIELDS)
-                set_extra(event, None)
-                set_private(event, None)
-                append(event)
+                text_cls: type[TextEvent] = state.text_cls
+                append(text_cls((base + i, base + stop), buf[i:stop] if i or stop < n else buf))
             if whole is None:
                 i = stop
                 break
-            i = whole.end()
+            i = after
             last: int = whole.lastindex  # type: ignore[assignment]  # a tag has one
             self._state = state
             state = state.dispatch[last](self, events, (base + stop, base + i), whole[last])  # type: ignore[misc]  # a group of a tag
@@ -405,7 +374,7 @@ class Parser:
             self._hot = None
         else:
             self._buf = ""
-            self._hot = state.hot
+            self._hot = state.text_cls
 
     def _hold(self, state: State, buf: str, lt: int) -> int:
         """Where the text of ``buf`` ends when it holds no complete tag.
@@ -429,8 +398,7 @@ class Parser:
     # returns the next state.
 
     def _open_thought(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        data = {"type": "thought_start", "span": span, "t": None, "turn": None, "parent": None}
-        events.append(build(ThoughtStart, data, _SPAN_FIELDS))
+        events.append(ThoughtStart(span))
         if not text:
             return THOUGHT
         _attrs, self_closing, junk = parse_attributes(text)
@@ -454,15 +422,7 @@ class Parser:
                 at = span[0]
                 message = f"response final={word!r} is not true or false; read as true"
                 events.append(Warning(span=(at, at), message=message))
-        data = {
-            "type": "response_start",
-            "span": span,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "final": final,
-        }
-        events.append(build(ResponseStart, data, _FINAL_FIELDS))
+        events.append(ResponseStart(span, final))
         end = span[1]
         if junk:
             self._warn_junk(events, junk, end, None)
@@ -475,17 +435,8 @@ class Parser:
     def _open_action(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
         attrs, self_closing, junk = parse_attributes(text)
         action_id = attrs.get("id", "").strip() or self._ids.new()
-        data = {
-            "type": "action_open",
-            "span": span,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "id": action_id,
-            "attrs": dict(attrs),  # a copy: the parser still reads its own
-            "in_thought": self._state is THOUGHT,
-        }
-        events.append(build(ActionOpen, data, _OPEN_FIELDS))
+        # attrs copied: the parser still reads its own.
+        events.append(ActionOpen(span, action_id, dict(attrs), self._state is THOUGHT))
         end = span[1]
         if junk:
             self._warn_junk(events, junk, end, action_id)
@@ -509,28 +460,11 @@ class Parser:
         return FEED
 
     def _close_thought(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        data = {
-            "type": "thought_end",
-            "span": span,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "truncated": False,
-        }
-        events.append(build(ThoughtEnd, data, _SPAN_FIELDS))
+        events.append(ThoughtEnd(span))
         return OUTSIDE
 
     def _close_response(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        data = {
-            "type": "response_end",
-            "span": span,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "final": self._final,
-            "truncated": False,
-        }
-        events.append(build(ResponseEnd, data, _FINAL_FIELDS))
+        events.append(ResponseEnd(span, self._final))
         return OUTSIDE
 
     def _close_thought_by_response(
@@ -570,15 +504,7 @@ class Parser:
                 )
                 return opened.parent
             action = built.action
-        data = {
-            "type": "action_parsed",
-            "span": span,
-            "t": None,
-            "turn": None,
-            "parent": None,
-            "action": action,
-        }
-        events.append(build(ActionParsed, data, _PARSED_FIELDS))
+        events.append(ActionParsed(span, action))
         return opened.parent
 
     def _close_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:

@@ -30,7 +30,6 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ..exceptions import ModelError
-from ..fastmodel import copy_with
 from ..protocol.models import ActionMode, ActionType, IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.parser_events import (
@@ -613,17 +612,16 @@ class Run:
         """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
         assert self.scheduler is not None
         for event in events:
-            # Streamed text first, by exact type: nearly every event is one,
-            # and each isinstance check on a pydantic class runs Python code.
+            # Streamed text first, by exact type: nearly every event is one.
             if type(event) is ThoughtDelta or type(event) is ResponseDelta:
-                self.emit(copy_with(event, {"t": self.clock(), "turn": turn.number}))
+                self.emit(type(event)(event.span, event.text, self.clock(), turn.number))
                 streamed = turn.thought if type(event) is ThoughtDelta else turn.response
                 streamed.append(event.text)
                 continue
             update: dict[str, object] = {"t": self.clock(), "turn": turn.number}
             if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
                 update["message"] = self._duplicate_message(event)
-            stamped = copy_with(event, update)  # model_copy, without its generic cost
+            stamped = event.model_copy(update=update)
             self.emit(stamped)
             event = stamped
             if isinstance(event, ActionOpen):

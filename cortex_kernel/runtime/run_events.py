@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..protocol.event_schema import ParserEventBaseModel, ParserEventModel
 from ..protocol.models import Action
-from ..protocol.parser_events import ParserEvent
+from ..protocol.parser_events import ParserEvent, to_event
 from ..safejson import load_json_line, model_json
 
 __all__ = [
@@ -312,15 +313,22 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "run_finished",
 )
 
-AnyEvent = Annotated[ParserEvent | RuntimeEvent, Field(discriminator="type")]
+# What a run emits: a parser event (a light class) or a runtime event.
+AnyEvent = ParserEvent | RuntimeEvent
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+# What a transcript line holds: the schema of either, for reading back.
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(
+    Annotated[ParserEventModel | RuntimeEvent, Field(discriminator="type")]
+)
 
 
 def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
-    """Read one event (parser or runtime) back from its JSON line."""
-    result: ParserEvent | RuntimeEvent = load_json_line(_ADAPTER, line)
-    return result
+    """Read one event (parser or runtime) back from its JSON line (validated)."""
+    result = load_json_line(_ADAPTER, line)
+    if isinstance(result, ParserEventBaseModel):
+        return to_event(result)
+    event: RuntimeEvent = result
+    return event
 
 
 def nest_event(event: Any, parent: str) -> Any:

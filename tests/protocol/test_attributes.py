@@ -14,7 +14,7 @@ _TAG_PIECES = st.sampled_from(
     [' id="a1"', ' type="tool"', ' mode="async"', ' id="a2"', ' note="x = y"', ' e=""',
      ' Mode="sync"', ' output-key="r"', " id='a3'", " id=a4", ' depends_on=["a1"',
      " ", "\t", "\n", "\u00a0", "\x1c", "a", "_", "Z", "1", "=", '"', "'", "/", "[", "]",
-     "-", "é", "id", "type"]
+     "-", "é", "id", "type", ' a1="x"', ' x_2=""', '="v"', ' é="v"', '\u00a0k="v"']
 )  # fmt: skip
 
 

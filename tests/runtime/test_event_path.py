@@ -1,9 +1,9 @@
 """The per-event path of a run (issue 14): its shortcuts give exactly pydantic's results.
 
-A run stamps every parser event (``copy_with`` instead of ``model_copy``),
-scrubs it (:meth:`Redactor.value`) and the view reads its fields
-(``event_data`` instead of ``model_dump``). Each shortcut is checked here
-against the pydantic call it replaces, on every event of a real run.
+A run stamps every parser event (a light event's ``model_copy``, or a new
+text delta), scrubs it (:meth:`Redactor.value`) and the view reads its
+fields (``event_data`` instead of ``model_dump``). Each shortcut is checked
+here against the pydantic call it replaces, on every event of a real run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from cortex_kernel.agent import build_session
-from cortex_kernel.fastmodel import copy_with
 from cortex_kernel.jupyter.viewstate import RunState, event_data
 from cortex_kernel.protocol import Parser
 from cortex_kernel.redaction import REDACTED, Redactor
@@ -82,9 +81,8 @@ def test_stamping_equals_model_copy_for_every_parser_event() -> None:
     assert len({event.type for event in events}) >= 8
     for event in events:
         update = {"t": 1.25, "turn": 2}
-        fast, slow = copy_with(event, update), event.model_copy(update=update)
-        assert fast == slow
-        assert fast.model_fields_set == slow.model_fields_set
+        fast, slow = event.model_copy(update=update), event.to_model().model_copy(update=update)
+        assert fast.to_model() == slow
         assert fast.to_json() == slow.to_json()
         assert event.t is None  # the parser's event is left as it was
 
