@@ -195,9 +195,8 @@ class Redactor:
         """
         updates: dict[str, Any] = {}
         search = self._pattern.search
-        names: tuple[str, ...] | None = getattr(type(value), "FIELDS", None)
-        items = value.__dict__.items() if names is None else [(n, getattr(value, n)) for n in names]
-        for name, item in items:
+        light = getattr(type(value), "FIELDS", None) is not None  # a light parser event
+        for name, item in (value.fields() if light else value.__dict__).items():
             kind = type(item)
             if kind is str:
                 if search(item) is None:

@@ -183,6 +183,19 @@ class _Streamed(ParserEventBase):
         self.parent = parent
         self.text = text
 
+    def fields(self) -> dict[str, Any]:
+        """Every field by name, ``type`` first, in the schema's order (values as they are)."""
+        # Written out: a streamed delta is most events, and every boundary
+        # (stamping, redaction, the view, the transcript) reads its fields.
+        return {
+            "type": self.type,
+            "span": self.span,
+            "t": self.t,
+            "turn": self.turn,
+            "parent": self.parent,
+            "text": self.text,
+        }
+
 
 class Text(_Streamed):
     """Text outside any element (kept, never dropped)."""
@@ -477,6 +490,10 @@ EVENT_CLASSES: dict[str, type[ParserEvent]] = {
 
 PARSER_EVENT_TYPES: tuple[str, ...] = tuple(EVENT_CLASSES)
 
+_ALL_FIELDS: dict[str, set[str]] = {
+    kind: {"type", *cls.FIELDS} for kind, cls in EVENT_CLASSES.items()
+}
+
 
 def to_model(event: ParserEventBase) -> ParserEventBaseModel:
     """The pydantic model of ``event``, equal field by field (not validated again).
@@ -485,7 +502,8 @@ def to_model(event: ParserEventBase) -> ParserEventBaseModel:
     from outside values through :func:`validate`.
     """
     data = event.fields()
-    return build(MODEL_OF[event.type], data, set(data))
+    # Every field is set; the set is shared, as pydantic copies it before a change.
+    return build(MODEL_OF[event.type], data, _ALL_FIELDS[event.type])
 
 
 def to_event(model: ParserEventBaseModel) -> ParserEvent:
