@@ -51,6 +51,8 @@ class State:
     handlers
         Tag (``"thought"``, ``"/thought"``…) to :class:`Handler`: this
         state's row of the transition table, filled by :func:`learn`.
+    open_handlers, close_handlers
+        The same row by element name, opening and closing tags apart.
     opens, closes
         The opening and closing tag names the state recognises.
     tag_re, dispatch
@@ -68,6 +70,7 @@ class State:
 
     __slots__ = (
         "close_handler",
+        "close_handlers",
         "close_name",
         "close_tag",
         "closes",
@@ -75,6 +78,7 @@ class State:
         "handlers",
         "held_open_re",
         "name",
+        "open_handlers",
         "opens",
         "prefixes",
         "tag_re",
@@ -85,6 +89,8 @@ class State:
         self.name = name
         self.text_cls = text_cls
         self.handlers: dict[str, Handler] = {}
+        self.open_handlers: dict[str, Handler] = {}
+        self.close_handlers: dict[str, Handler] = {}
         self.opens: frozenset[str] = frozenset()
         self.closes: frozenset[str] = frozenset()
         self.tag_re = re.compile("(?!)")
@@ -100,6 +106,8 @@ class State:
 
     def _learn(self, handlers: dict[str, Handler]) -> None:
         self.handlers = handlers
+        self.open_handlers = {tag: h for tag, h in handlers.items() if not tag.startswith("/")}
+        self.close_handlers = {tag[1:]: h for tag, h in handlers.items() if tag.startswith("/")}
         self.opens = frozenset(tag for tag in handlers if not tag.startswith("/"))
         self.closes = frozenset(tag[1:] for tag in handlers if tag.startswith("/"))
         if self.text_cls is None:

@@ -145,6 +145,39 @@ def _text_event(cls: type[TextEvent] | None, start: int, end: int, text: str) ->
     return Text((start, end), text)
 
 
+def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | None:
+    """The tag ``buf[lt : gt + 1]`` when it is one of ``state``'s, in the plain case.
+
+    ``gt`` is the first ``>`` after the ``<`` at ``lt``. Returns the tag's
+    handler and text (an opening tag's attribute text, ``""`` for a closing
+    tag) exactly as ``state.tag_re`` would match at ``lt``, or ``None`` when
+    this cannot tell: no tag here, a ``<`` inside, a long or non-ASCII tag
+    (``re.IGNORECASE`` folds some letters that ``lower`` does not). The
+    caller then asks the regex. Two finds, a split and a dict lookup cost a
+    fraction of the regex, which runs its case-insensitive alternation and
+    scans the attributes.
+    """
+    inner = buf[lt + 1 : gt]
+    if not inner or len(inner) > MAX_ATTRS or "<" in inner:
+        return None
+    if inner[0] == "/":  # `</name` + whitespace
+        name = inner[1:].rstrip()
+        if not name.isascii():
+            return None
+        handler = state.close_handlers.get(name.lower())
+        return None if handler is None else (handler, "")
+    if inner[0].isspace():
+        return None
+    name = inner.split(None, 1)[0]  # `<name` + whitespace, `/` or `>`
+    slash = name.find("/")
+    if slash >= 0:
+        name = name[:slash]
+    if not name.isascii():
+        return None
+    handler = state.open_handlers.get(name.lower())
+    return None if handler is None else (handler, inner[len(name) :])
+
+
 def _warn_other_close(
     events: list[ParserEvent], span: tuple[int, int], open_name: str, found: str
 ) -> None:
@@ -360,10 +393,17 @@ class Parser:
                 state = state.close_handler(self, events, (base + lt, base + end), body)  # type: ignore[misc]  # a body state
                 continue
             lt = buf.find("<", i)
-            whole = state.tag_re.search(buf, lt) if lt >= 0 else None
-            # Text up to the tag, or up to what may still become one.
-            if whole is not None:
+            # The next tag: no `>` after the `<`, none; the plain case read by
+            # _tag_at; anything else found by the state's regex.
+            gt = buf.find(">", lt) if lt >= 0 else -1
+            tag = None if gt < 0 else _tag_at(state, buf, lt, gt)
+            if tag is not None:
+                stop, after = lt, gt + 1
+            elif gt >= 0 and (whole := state.tag_re.search(buf, lt)) is not None:
                 stop, after = whole.span()
+                last: int = whole.lastindex  # type: ignore[assignment]  # a tag has one
+                tag = (state.dispatch[last], whole[last])  # type: ignore[assignment]  # a tag's group
+            # Text up to the tag, or up to what may still become one.
             elif lt < 0 or final:
                 stop = n
             else:
@@ -371,13 +411,12 @@ class Parser:
             if stop > i:
                 text = buf[i:stop] if i or stop < n else buf
                 append(_text_event(state.text_cls, base + i, base + stop, text))
-            if whole is None:
+            if tag is None:
                 i = stop
                 break
             i = after
-            last: int = whole.lastindex  # type: ignore[assignment]  # a tag has one
             self._state = state
-            state = state.dispatch[last](self, events, (base + stop, base + i), whole[last])  # type: ignore[misc]  # a group of a tag
+            state = tag[0](self, events, (base + stop, base + i), tag[1])
         # _settle, inlined (once per chunk).
         self._base = base + i
         self._state = state

@@ -122,11 +122,17 @@ class ParserEventBase:
         return data
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> Self:
-        """A copy with ``update``'s fields replaced (values not validated, as pydantic's)."""
+        """A copy with ``update``'s fields replaced (values not validated, as pydantic's).
+
+        A name that is not a field is ignored, as pydantic's copy showed it:
+        ``action_parsed``'s ``id`` is its action's, whatever the update says.
+        """
         data = self.fields()
         del data["type"]
         if update:
-            data.update(update)
+            for name, value in update.items():
+                if name in data:
+                    data[name] = value
         return type(self)(**data)
 
     def to_model(self) -> ParserEventBaseModel:

@@ -18,7 +18,7 @@ from cortex_kernel.agent import build_session
 from cortex_kernel.jupyter.viewstate import RunState, event_data
 from cortex_kernel.protocol import Parser
 from cortex_kernel.redaction import REDACTED, Redactor
-from cortex_kernel.runtime.run_events import parse_event
+from cortex_kernel.runtime.run_events import nest_event, parse_event
 from cortex_kernel.runtime.tools import ToolRegistry
 
 from .fakes import ScriptedModel
@@ -119,3 +119,19 @@ def test_clean_models_are_kept_and_dirty_ones_copied() -> None:
     assert json.loads(scrubbed.to_json())["text"] == f"the key {REDACTED}"
     surrogate = redactor.value(parser.feed("<response>\udcff</response>")[1])
     assert surrogate.text == "\\udcff"
+
+
+def test_a_nested_runs_parser_events_are_prefixed_for_its_parent() -> None:
+    # Found by notebook 06 (a critic sub-agent): nesting copies each event
+    # with its ids prefixed, and `action_parsed` has `id` only as its action's.
+    parser = Parser()
+    events = parser.feed(DOCUMENT) + parser.close()
+    assert {"action_open", "action_parsed", "action_error"} <= {e.type for e in events}
+    for event in events:
+        nested = nest_event(event, "critic")
+        assert type(nested) is type(event) and nested.parent == "critic"
+        if event.type == "action_parsed":
+            assert nested.action.id == nested.id == f"critic/{event.action.id}"
+        elif isinstance(getattr(event, "id", None), str):
+            assert nested.id == f"critic/{event.id}"
+        assert parse_event(nested.to_json()) == nested
