@@ -53,6 +53,9 @@ class State:
         state's row of the transition table, filled by :func:`learn`.
     open_handlers, close_handlers
         The same row by element name, opening and closing tags apart.
+    open_by_initial
+        An opening tag's name and handler by its first letter (the letters
+        no two of them share).
     opens, closes
         The opening and closing tag names the state recognises.
     tag_re, dispatch
@@ -78,6 +81,7 @@ class State:
         "handlers",
         "held_open_re",
         "name",
+        "open_by_initial",
         "open_handlers",
         "opens",
         "prefixes",
@@ -91,6 +95,7 @@ class State:
         self.handlers: dict[str, Handler] = {}
         self.open_handlers: dict[str, Handler] = {}
         self.close_handlers: dict[str, Handler] = {}
+        self.open_by_initial: dict[str, tuple[str, Handler]] = {}
         self.opens: frozenset[str] = frozenset()
         self.closes: frozenset[str] = frozenset()
         self.tag_re = re.compile("(?!)")
@@ -108,6 +113,10 @@ class State:
         self.handlers = handlers
         self.open_handlers = {tag: h for tag, h in handlers.items() if not tag.startswith("/")}
         self.close_handlers = {tag[1:]: h for tag, h in handlers.items() if tag.startswith("/")}
+        initials = [tag[0] for tag in self.open_handlers]
+        self.open_by_initial = {
+            tag[0]: (tag, h) for tag, h in self.open_handlers.items() if initials.count(tag[0]) == 1
+        }
         self.opens = frozenset(tag for tag in handlers if not tag.startswith("/"))
         self.closes = frozenset(tag[1:] for tag in handlers if tag.startswith("/"))
         if self.text_cls is None:

@@ -153,29 +153,39 @@ def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | N
     tag) exactly as ``state.tag_re`` would match at ``lt``, or ``None`` when
     this cannot tell: no tag here, a ``<`` inside, a long or non-ASCII tag
     (``re.IGNORECASE`` folds some letters that ``lower`` does not). The
-    caller then asks the regex. Two finds, a split and a dict lookup cost a
-    fraction of the regex, which runs its case-insensitive alternation and
-    scans the attributes.
+    caller then asks the regex. A few finds and a lookup cost a fraction of
+    the regex, which runs its case-insensitive alternation and scans the
+    attributes.
     """
-    inner = buf[lt + 1 : gt]
-    if not inner or len(inner) > MAX_ATTRS or "<" in inner:
+    if gt == lt + 1 or gt - lt - 1 > MAX_ATTRS or buf.find("<", lt + 1, gt) >= 0:
         return None
-    if inner[0] == "/":  # `</name` + whitespace
-        name = inner[1:].rstrip()
+    if buf[lt + 1] == "/":  # `</name` + whitespace
+        name = buf[lt + 2 : gt].rstrip()
         if not name.isascii():
             return None
         handler = state.close_handlers.get(name.lower())
         return None if handler is None else (handler, "")
+    # `<name` + whitespace, `/` or `>`: first the name as models write it,
+    # found by its first letter, then any other case.
+    known = state.open_by_initial.get(buf[lt + 1])
+    if known is not None:
+        name, handler = known
+        after = lt + 1 + len(name)
+        if buf[lt + 1 : after] == name:
+            if after == gt or buf[after] == "/" or buf[after].isspace():
+                return handler, buf[after:gt]
+            return None
+    inner = buf[lt + 1 : gt]
     if inner[0].isspace():
         return None
-    name = inner.split(None, 1)[0]  # `<name` + whitespace, `/` or `>`
+    name = inner.split(None, 1)[0]
     slash = name.find("/")
     if slash >= 0:
         name = name[:slash]
     if not name.isascii():
         return None
-    handler = state.open_handlers.get(name.lower())
-    return None if handler is None else (handler, inner[len(name) :])
+    found = state.open_handlers.get(name.lower())
+    return None if found is None else (found, inner[len(name) :])
 
 
 def _warn_other_close(
