@@ -59,7 +59,7 @@ class ParserEventBaseModel(BaseModel):
 
 
 class TextModel(ParserEventBaseModel):
-    """TextModel outside any element (kept, never dropped)."""
+    """Text outside any element (kept, never dropped)."""
 
     type: Literal["text"] = "text"
     text: str
@@ -72,7 +72,7 @@ class ThoughtStartModel(ParserEventBaseModel):
 
 
 class ThoughtDeltaModel(ParserEventBaseModel):
-    """TextModel of a thought, as it streams."""
+    """Text of a thought, as it streams."""
 
     type: Literal["thought_delta"] = "thought_delta"
     text: str
@@ -130,7 +130,7 @@ class ResponseStartModel(ParserEventBaseModel):
 
 
 class ResponseDeltaModel(ParserEventBaseModel):
-    """TextModel of a response, as it streams."""
+    """Text of a response, as it streams."""
 
     type: Literal["response_delta"] = "response_delta"
     text: str

@@ -183,6 +183,8 @@ class _Streamed(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
+        # The base's fields set here, not by its __init__: a call less for
+        # most events (the others call it).
         self.span = span
         self.t = t
         self.turn = turn
@@ -241,10 +243,7 @@ class ThoughtEnd(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.truncated = truncated
 
 
@@ -273,10 +272,7 @@ class ActionOpen(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.id = id
         self.attrs = {} if attrs is None else attrs
         self.in_thought = in_thought
@@ -301,10 +297,7 @@ class ActionParsed(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.action = action
 
     @property
@@ -337,10 +330,7 @@ class ActionErrorEvent(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.id = id
         self.message = message
         self.raw_body = raw_body
@@ -364,10 +354,7 @@ class ResponseStart(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.final = final
 
 
@@ -397,10 +384,7 @@ class ResponseEnd(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.final = final
         self.truncated = truncated
 
@@ -423,10 +407,7 @@ class ContextFeed(ParserEventBase):
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.feed = feed
 
 
@@ -452,10 +433,7 @@ class Warning(ParserEventBase):  # shadows the builtin on purpose: the SPEC name
         turn: int | None = None,
         parent: str | None = None,
     ) -> None:
-        self.span = span
-        self.t = t
-        self.turn = turn
-        self.parent = parent
+        super().__init__(span, t, turn, parent)
         self.message = message
         self.id = id
         self.details = {} if details is None else details
