@@ -21,7 +21,8 @@ _PIECES = st.sampled_from(
     ["<thought>", "</thought>", "<THOUGHT >", "</Thought  >", "<thought/>", "</thought/>",
      '<action type="tool" id="a1">', "<action>", "<action/>", "<Action\tid=x>", "<actions>",
      "<action-x>", '<response final="false">', "</response>", "</ response>", "<response",
-     "<context_feed id=f>", "</context_feed>", "< thought>", "<>", "</>", "<thoughtx>", "<act>", "<respons>", "<action\x1c>",
+     "<context_feed id=f>", "</context_feed>", "< thought>", "<>", "</>", "<thoughtx>",
+     "<act>", "<respons>", "<action\x1c>",
      "<reſponse>", "</reſponse>", "<thought\x1c>", "</thought\u00a0>", "<action\u00a0x>",
      "<", ">", "/", " ", "\n", "a", "é", "<action " + "x" * (MAX_ATTRS + 2) + ">"]
 )  # fmt: skip
