@@ -56,14 +56,27 @@ def adder() -> ToolRegistry:
 
 
 async def test_a_two_turn_run_with_a_sync_cut(server: FakeOpenAI, tmp_path: Path) -> None:
-    # A tail long enough (~5 s of chunks) that the server cannot finish it before
-    # the client cuts at </action>, however loaded the machine is.
-    server.stream(TURN_1 + " trailing text the model should not have written" * 400, delay=0.002)
+    # After the action and some text past it the server stops sending, without
+    # ending the stream, until the client leaves: only a cut at </action> lets
+    # the run go on, however loaded the machine is.
+    first_turn = TURN_1 + " trailing text the model should not have written"
+    server.stream(first_turn, chunk_size=8, hang_after=-(-len(first_turn) // 8), hang_seconds=60)
     server.stream(TURN_2, usage=(100, 10))
-    session = session_for(server, tmp_path, name="openai/gpt-4o-mini")
+    # Generous deadlines and no retry: with the helpers' 2 s, a loaded machine
+    # (or a GC pause) before the first token made the client retry, and the
+    # retry got the second scripted turn ("x is ⟨x: never set⟩").
+    session = session_for(
+        server,
+        tmp_path,
+        name="openai/gpt-4o-mini",
+        timeout=60,
+        first_token_timeout=60,
+        num_retries=0,
+    )
     result = await session.run("set x")
     assert (result.status, result.answer) == ("ok", "x is 42")
-    first = server.requests[0]
+    assert len(server.requests) == 2
+    first = server.wait_done(0, timeout=30)  # its thread notices the client left
     assert first.disconnected and not first.completed  # closed at </action>
     system = first.body["messages"][0]
     assert system["role"] == "system" and "<thought>" in system["content"]
