@@ -2,6 +2,9 @@
 
 Run: .venv/bin/python scripts/make_notebooks.py. The notebooks are committed;
 this script is how they were made, so a change to them is one edit here.
+A notebook is written only when what this script decides (its kernel, its
+cells' kind, source and tags) differs from the file: an unchanged one keeps
+its stored outputs and cell ids. The script names each notebook it wrote.
 """
 
 from __future__ import annotations
@@ -41,10 +44,27 @@ SHOW_RUN = (
 )
 
 
+WRITTEN: list[str] = []
+UNCHANGED: list[str] = []
+
+
+def _made_here(nb: nbformat.NotebookNode) -> object:
+    """What this script decides of a notebook; outputs, ids and run metadata are not."""
+    return (
+        nb.metadata.get("kernelspec"),
+        [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells],
+    )
+
+
 def write(name: str, kernel: dict[str, str], cells: list[nbformat.NotebookNode]) -> None:
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = kernel
-    nbformat.write(nb, HERE / name)
+    path = HERE / name
+    if path.exists() and _made_here(nbformat.read(path, as_version=4)) == _made_here(nb):
+        UNCHANGED.append(name)
+        return
+    nbformat.write(nb, path)
+    WRITTEN.append(name)
 
 
 write(
@@ -277,7 +297,6 @@ write(
         *DRIFT_CELLS,
     ],
 )
-print("written to", HERE)
 
 write(
     "05_tools_and_sandboxes.ipynb",
@@ -629,3 +648,6 @@ def notebook_08_scale_out() -> None:
 notebook_06()
 feeds_notebook()
 notebook_08_scale_out()
+for written in WRITTEN:
+    print(f"wrote {HERE / written}")
+print(f"{len(WRITTEN)} notebook(s) written, {len(UNCHANGED)} unchanged")
