@@ -18,6 +18,13 @@ the thread runs: pure-Python work stops at once, a blocking C call such as
 lock, and a call clears any exception still pending for its thread before
 it returns, so an interruption can never land in the worker's own code
 after the call.
+
+An interruption can also come before the call starts: a queued call is
+cancelled on the scheduler, but the interrupt (a ``Client.run`` on its own
+connection) can overtake the scheduler's "free this key" on its way to the
+worker, which then starts the call as a thread frees up. So an interrupt
+remembers the keys it found running nowhere on a worker, and a call whose
+key is remembered stops as it starts, before the tool runs.
 """
 
 from __future__ import annotations
@@ -27,12 +34,17 @@ import inspect
 import sys
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["describe", "interrupt", "run_tool"]
 
 _REGISTRY = "_cortex_kernel_dask_calls"
+
+# Keys interrupted before they started, remembered per worker; keys are unique
+# per call, so the oldest are dropped past this many.
+_REMEMBERED = 10_000
 
 
 def _registry() -> Any:
@@ -45,6 +57,8 @@ def _registry() -> Any:
         made.lock = threading.Lock()  # type: ignore[attr-defined]
         made.calls = {}  # type: ignore[attr-defined]
         found = sys.modules.setdefault(_REGISTRY, made)
+    # A worker that outlived an older cortex-kernel has a registry without it.
+    vars(found).setdefault("interrupted", OrderedDict())
     return found
 
 
@@ -59,7 +73,8 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
     An ``{"key", "worker"}`` event goes to the scheduler's ``topic`` as the
     call starts (the kernel shows the worker; a second start of the same key
     means the first worker was lost and Dask ran it again). An async function
-    runs to completion in its own event loop.
+    runs to completion in its own event loop. A call already interrupted
+    (see :func:`interrupt`) raises ``InterruptedError`` before the tool runs.
     """
     from distributed import get_worker
 
@@ -68,6 +83,9 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
     registry = _registry()
     ident = threading.get_ident()
     with registry.lock:
+        if key in registry.interrupted:
+            del registry.interrupted[key]
+            raise InterruptedError(f"{key} was interrupted before it started")
         registry.calls[key] = ident
     try:
         result = function(**kwargs)
@@ -86,13 +104,21 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
 
 
 def interrupt(keys: list[str]) -> list[str]:
-    """Raise ``InterruptedError`` in the threads running ``keys`` here; return those hit."""
+    """Raise ``InterruptedError`` in the threads running ``keys`` here; return those hit.
+
+    A key running nowhere here is remembered: should its call start here
+    later, it stops at its start.
+    """
     registry = _registry()
     hit = []
     with registry.lock:
         for key in keys:
             ident = registry.calls.get(key)
-            if ident is not None and _async_raise(ident, InterruptedError) == 1:
+            if ident is None:
+                registry.interrupted[key] = None
+                while len(registry.interrupted) > _REMEMBERED:
+                    registry.interrupted.popitem(last=False)
+            elif _async_raise(ident, InterruptedError) == 1:
                 hit.append(key)
     return hit
 

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from cortex_kernel.agent import build_session  # noqa: E402
+from cortex_kernel.executors import dask_task  # noqa: E402
 from cortex_kernel.executors.dask_backend import ClusterValue  # noqa: E402
 from cortex_kernel.jupyter.viewstate import RunState, render_html, render_text  # noqa: E402
 
-from .dask_tools import cube  # noqa: E402
+from .dask_tools import cube, spin  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -175,6 +177,30 @@ async def test_an_interrupt_leaves_nothing_running_on_the_cluster(
     cancelled = {e.id for e in seen if e.type == "action_cancelled"}
     assert cancelled == {"a", "b", "c"}
     assert await idle(client) == {}  # no task processing, no worker thread still spinning
+
+
+async def test_a_call_interrupted_before_it_starts_stops_as_it_starts(client: Any) -> None:
+    # The race an interrupt lost under load: a queued call is cancelled, the
+    # interrupt (Client.run, its own connection) reaches the worker before the
+    # scheduler's "free this key", and the worker starts the call as its thread
+    # frees up. Here the interrupt simply comes first.
+    key = f"cortex-spin-{uuid.uuid4().hex[:16]}"
+
+    def interrupt_then_submit() -> Any:
+        client.run(dask_task.interrupt, [key])
+        return client.submit(
+            dask_task.run_tool, spin, {"seconds": 600}, key, "cortex-test", key=key, pure=False
+        )
+
+    future = await anyio.to_thread.run_sync(interrupt_then_submit)
+    try:
+        error = await anyio.to_thread.run_sync(lambda: future.exception(timeout=60))
+    finally:
+        await anyio.to_thread.run_sync(lambda: client.cancel([future], force=True))
+        await anyio.to_thread.run_sync(lambda: client.run(dask_task.interrupt, [key]))
+    assert isinstance(error, InterruptedError), error
+    assert "interrupted before it started" in str(error)
+    assert await idle(client) == {}
 
 
 async def test_a_killed_worker_is_retried_and_the_retry_shows(

@@ -73,22 +73,24 @@ def test_dask_tools_from_a_notebook_client_and_an_interrupt_that_leaves_nothing(
         placed = [line for line in final.splitlines() if " tool spin " in line]
         assert len(placed) == 2 and all(" on tcp://" in line for line in placed), final
         assert {line.split(" on ")[1].split()[0] for line in placed} <= workers
-        # A run interrupted while both workers spin.
+        # A run interrupted while both workers spin (a third call queued behind
+        # them). The calls would spin for 10 minutes: a reply within the wait
+        # below means the interrupt did not wait for them.
         msg_id = cortex.send(
-            f"%%agent --model replay:{spins(tmp_path / 'slow.jsonl', 60, 60, 60)}\ngo"
+            f"%%agent --model replay:{spins(tmp_path / 'slow.jsonl', 600, 600, 600)}\ngo"
         )
-        cortex.wait_for_op(msg_id, "n", "s1", "running", timeout=30)
-        deadline = time.monotonic() + 20
+        cortex.wait_for_op(msg_id, "n", "s1", "running", timeout=60)
+        deadline = time.monotonic() + 60
         while len(eyes.call_stack()) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(eyes.call_stack()) == 2, "both workers should be busy"
-        interrupted = time.monotonic()
         cortex.km.interrupt_kernel()
-        result = cortex.collect(msg_id, timeout=30, started=interrupted)
+        result = cortex.collect(msg_id, timeout=60)
         assert result.reply["content"]["ename"] == "RunInterrupted", dump(result)
-        assert result.seconds < 5.0, f"interrupt took {result.seconds:.2f}s"
-        # Nothing processing on the scheduler, no worker thread still spinning.
-        deadline = time.monotonic() + 10
+        # Nothing processing on the scheduler, no worker thread still spinning:
+        # not the queued call either, which a worker could start after the
+        # interrupt had reached it (dask_task remembers the interrupted keys).
+        deadline = time.monotonic() + 60
         while (
             eyes.call_stack() or any(eyes.processing().values())
         ) and time.monotonic() < deadline:
