@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -61,7 +61,8 @@ async def _stream_once() -> str:
         from openai import AsyncOpenAI
 
         http = httpx.AsyncClient(transport=transport)
-        client = AsyncOpenAI(api_key="warm-up", base_url=_BASE, http_client=http)
+        # Any: openai 3 is typed for httpx2's client and takes httpx's too.
+        client = AsyncOpenAI(api_key="warm-up", base_url=_BASE, http_client=cast(Any, http))
     # An OpenAI model (and a priced one, so the cost path runs too): any other
     # provider would not use this client, and would reach the network.
     model = LiteLLMModel(
