@@ -46,7 +46,10 @@ test-compiled-run:
 		CORTEX_COMPILED_DIR=$(COMPILED) $(BIN)/python -m pytest -q tests/protocol; \
 	else echo "no compiled parser (no C compiler): tested pure-Python only"; fi
 
+# The parser bench measures the compiled build too (built here when a C
+# compiler is present; reused while its sources are unchanged).
 bench: $(STAMP)
+	$(BIN)/python hatch_build.py --out $(COMPILED)
 	$(BIN)/cortex-kernel bench
 
 # The parser fuzz target, EXAMPLES split over JOBS processes with distinct

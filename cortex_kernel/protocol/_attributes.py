@@ -11,21 +11,21 @@ quote or bracket ends at the ``>`` — which is how the seed notes'
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Final, NamedTuple
 
-__all__ = ["TagAttributes", "parse_attributes", "read_lenient", "split_ids"]
+__all__ = ["TagAttributes", "parse_attributes", "read_attributes", "read_lenient", "split_ids"]
 
 # name[=value] with the value double-quoted, single-quoted, bracketed or
 # bare (a quote or bracket left open ends with the tag), or one junk character.
 _ATTR_RE = re.compile(
     r"""([^\s=/"'\[\]]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|(\[[^\]]*\]?)|([^\s"'\[\]]+)))?|(\S)"""
 )
-_CACHE: dict[str, TagAttributes] = {}  # the tags the common case does not read
-_CACHE_SIZE = 256
-_NAME_PARTS: dict[str, str] = {}  # checked name parts (`` id=``) to their names
-_NAME_PARTS_SIZE = 256
-_tuple_new: Any = tuple.__new__
-_ID_RE = re.compile(r"""[^\s,\[\]"']+""")
+# Final: compiled, a module-level name that is not Final is a dict lookup per use.
+_CACHE: Final[dict[str, TagAttributes]] = {}  # the tags the common case does not read
+_CACHE_SIZE: Final = 256
+_NAME_PARTS: Final[dict[str, str]] = {}  # checked name parts (`` id=``) to their names
+_NAME_PARTS_SIZE: Final = 256
+_ID_RE: Final = re.compile(r"""[^\s,\[\]"']+""")
 
 
 class TagAttributes(NamedTuple):
@@ -59,19 +59,24 @@ def parse_attributes(text: str) -> TagAttributes:
     TagAttributes
         Never raises.
     """
+    attrs, self_closing, junk = read_attributes(text)
+    return TagAttributes(attrs, self_closing, junk)
+
+
+def read_attributes(text: str) -> tuple[dict[str, str], bool, str]:
+    """:func:`parse_attributes` as a plain ``(attrs, self_closing, junk)``: what the
+    parser calls (compiled, a fixed-size tuple is returned without an object)."""
     simple = _read_simple(text)
     if simple is not None:
-        # tuple.__new__: a NamedTuple's own __new__ is a Python call.
-        result: TagAttributes = _tuple_new(TagAttributes, (simple, False, ""))
-        return result
+        return simple, False, ""
     cached = _CACHE.get(text)
     if cached is not None:
-        return TagAttributes(dict(cached.attrs), cached.self_closing, cached.junk)
+        return dict(cached.attrs), cached.self_closing, cached.junk
     result = read_lenient(text)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.clear()
     _CACHE[text] = TagAttributes(dict(result.attrs), result.self_closing, result.junk)
-    return result
+    return result.attrs, result.self_closing, result.junk
 
 
 def _read_simple(text: str) -> dict[str, str] | None:

@@ -89,10 +89,15 @@ class OpenBody:
                     self.checked = checked if checked > 0 else 0
                     return i, i, None
                 # A long body: scan it, rather than copy it at every feed.
-            elif buf.startswith(state.close_tag, lt):
-                body = buf[i:lt]
-                if "'" not in body and "\\" not in body and not body.count('"') & 1:
-                    return lt, lt + len(state.close_tag), body
+            else:
+                # buf.startswith(close_tag, lt), as a find: compiled, startswith
+                # with a start is a generic method call, find a C one.
+                close_tag = state.close_tag
+                after = lt + len(close_tag)
+                if buf.find(close_tag, lt, after) == lt:
+                    body = buf[i:lt]
+                    if "'" not in body and "\\" not in body and not body.count('"') & 1:
+                        return lt, after, body
             scanner = self.scanner = BodyScanner(state.close_name)
         found, index = scanner.scan(buf, i, final)
         if index > i:

@@ -96,7 +96,7 @@ import re
 from typing import Any, Final
 
 from ._actions import build_action, build_feed, fast_action
-from ._attributes import TagAttributes, parse_attributes
+from ._attributes import read_attributes
 from ._body import OpenBody
 from ._scanner import MAX_ATTRS, could_become_tag
 from ._states import Handler, State, TextEvent, learn
@@ -128,7 +128,7 @@ FEED: Final = State("FEED")
 _OPEN_TAG_PREFIX_RE: Final = re.compile(r"<[A-Za-z_]+[\s/]")
 _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
-_NO_ATTRIBUTES: Final = TagAttributes({}, False, "")
+_NO_ATTRIBUTES: Final[tuple[dict[str, str], bool, str]] = ({}, False, "")
 
 
 def _text_event(cls: type[TextEvent] | None, start: int, end: int, text: str) -> TextEvent:
@@ -161,9 +161,12 @@ def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | N
         return None
     if buf[lt + 1] == "/":  # `</name` + whitespace
         name = buf[lt + 2 : gt].rstrip()
-        if not name.isascii():
-            return None
-        handler = state.close_handlers.get(name.lower())
+        # The name as models write it, else any other case.
+        handler = state.close_handlers.get(name)
+        if handler is None:
+            if not name.isascii():
+                return None
+            handler = state.close_handlers.get(name.lower())
         return None if handler is None else (handler, "")
     # `<name` + whitespace, `/` or `>`: first the name as models write it,
     # found by its first letter, then any other case.
@@ -391,7 +394,6 @@ class Parser:
         base = self._base
         n = len(buf)
         i = 0
-        append = events.append
         state = self._state
         while i < n:
             if state.text_cls is None:  # in a body
@@ -420,7 +422,9 @@ class Parser:
                 stop = self._hold(state, buf, lt)
             if stop > i:
                 text = buf[i:stop] if i or stop < n else buf
-                append(_text_event(state.text_cls, base + i, base + stop, text))
+                # events.append, not an alias of it: compiled, a bound method
+                # held in a variable is a generic call, list.append a C one.
+                events.append(_text_event(state.text_cls, base + i, base + stop, text))
             if tag is None:
                 i = stop
                 break
@@ -462,7 +466,7 @@ class Parser:
         events.append(ThoughtStart(span))
         if not text:
             return THOUGHT
-        _attrs, self_closing, junk = parse_attributes(text)
+        _attrs, self_closing, junk = read_attributes(text)
         end = span[1]
         if junk:
             self._warn_junk(events, junk, end, None)
@@ -472,7 +476,7 @@ class Parser:
         return THOUGHT
 
     def _open_response(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        attrs, self_closing, junk = parse_attributes(text) if text else _NO_ATTRIBUTES
+        attrs, self_closing, junk = read_attributes(text) if text else _NO_ATTRIBUTES
         final = True
         word = attrs.get("final")
         if word is not None:
@@ -494,7 +498,7 @@ class Parser:
         return RESPONSE
 
     def _open_action(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        attrs, self_closing, junk = parse_attributes(text)
+        attrs, self_closing, junk = read_attributes(text)
         action_id = attrs.get("id", "").strip() or self._ids.new()
         # attrs copied: the parser still reads its own.
         events.append(ActionOpen(span, action_id, dict(attrs), self._state is THOUGHT))
@@ -511,7 +515,7 @@ class Parser:
         return ACTION
 
     def _open_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
-        attrs, self_closing, junk = parse_attributes(text)
+        attrs, self_closing, junk = read_attributes(text)
         if junk:
             self._warn_junk(events, junk, span[0], None)
         if self_closing:

@@ -136,14 +136,14 @@ def test_a_real_parser_with_a_broken_attribute_reader_fails(
     """Break the parser itself (not its output): ``mode`` is no longer read."""
     from cortex_kernel.protocol import _attributes
 
-    real = _attributes.parse_attributes
+    real = _attributes.read_attributes
 
-    def without_mode(text: str) -> _attributes.TagAttributes:
+    def without_mode(text: str) -> tuple[dict[str, str], bool, str]:
         attrs, self_closing, junk = real(text)
         attrs.pop("mode", None)
-        return _attributes.TagAttributes(attrs, self_closing, junk)
+        return attrs, self_closing, junk
 
     answer = _answer()
-    monkeypatch.setattr("cortex_kernel.protocol.parser.parse_attributes", without_mode)
+    monkeypatch.setattr("cortex_kernel.protocol.parser.read_attributes", without_mode)
     with pytest.raises(AssertionError):
         check(DOCUMENT, answer, [DOCUMENT])
