@@ -25,6 +25,12 @@ connection) can overtake the scheduler's "free this key" on its way to the
 worker, which then starts the call as a thread frees up. So an interrupt
 remembers the keys it found running nowhere on a worker, and a call whose
 key is remembered stops as it starts, before the tool runs.
+
+A call stopped by :func:`interrupt` returns its ``InterruptedError`` rather
+than raising it: its caller has cancelled it and reads nothing, and a raised
+one would make the worker log a "Compute Failed" traceback (with the task's
+arguments) for a stop that was asked for. An ``InterruptedError`` the tool
+raises by itself is raised as any other error.
 """
 
 from __future__ import annotations
@@ -57,8 +63,9 @@ def _registry() -> Any:
         made.lock = threading.Lock()  # type: ignore[attr-defined]
         made.calls = {}  # type: ignore[attr-defined]
         found = sys.modules.setdefault(_REGISTRY, made)
-    # A worker that outlived an older cortex-kernel has a registry without it.
+    # A worker that outlived an older cortex-kernel has a registry without them.
     vars(found).setdefault("interrupted", OrderedDict())
+    vars(found).setdefault("stopped", set())  # keys whose running thread interrupt() hit
     return found
 
 
@@ -74,7 +81,8 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
     call starts (the kernel shows the worker; a second start of the same key
     means the first worker was lost and Dask ran it again). An async function
     runs to completion in its own event loop. A call already interrupted
-    (see :func:`interrupt`) raises ``InterruptedError`` before the tool runs.
+    (see :func:`interrupt`) returns an ``InterruptedError`` before the tool
+    runs, and a call that :func:`interrupt` stops returns the one it raised.
     """
     from distributed import get_worker
 
@@ -85,7 +93,7 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
     with registry.lock:
         if key in registry.interrupted:
             del registry.interrupted[key]
-            raise InterruptedError(f"{key} was interrupted before it started")
+            return InterruptedError(f"{key} was interrupted before it started")
         registry.calls[key] = ident
     try:
         result = function(**kwargs)
@@ -97,9 +105,16 @@ def run_tool(function: Callable[..., Any], kwargs: dict[str, Any], key: str, top
 
             result = asyncio.run(settle())
         return result
+    except InterruptedError as exc:
+        with registry.lock:
+            stopped = key in registry.stopped
+        if not stopped:
+            raise  # the tool's own
+        return exc
     finally:
         with registry.lock:
             registry.calls.pop(key, None)
+            registry.stopped.discard(key)
         _async_raise(ident, None)  # an interruption that came too late is dropped here
 
 
@@ -119,6 +134,7 @@ def interrupt(keys: list[str]) -> list[str]:
                 while len(registry.interrupted) > _REMEMBERED:
                     registry.interrupted.popitem(last=False)
             elif _async_raise(ident, InterruptedError) == 1:
+                registry.stopped.add(key)
                 hit.append(key)
     return hit
 

@@ -33,6 +33,11 @@ def spin(seconds: float) -> dict[str, Any]:
     return {"pid": os.getpid(), "spent": time.perf_counter() - start}
 
 
+def raises_interrupted() -> None:
+    """Raises InterruptedError by itself (no interrupt asked for it)."""
+    raise InterruptedError("the tool's own")
+
+
 def blob(n: int) -> bytes:
     """n bytes of data."""
     return bytes(range(256)) * (n // 256)

@@ -32,7 +32,7 @@ from cortex_kernel.executors import dask_task  # noqa: E402
 from cortex_kernel.executors.dask_backend import ClusterValue  # noqa: E402
 from cortex_kernel.jupyter.viewstate import RunState, render_html, render_text  # noqa: E402
 
-from .dask_tools import cube, spin  # noqa: E402
+from .dask_tools import cube, raises_interrupted, spin  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -99,6 +99,16 @@ async def idle(client: Any, seconds: float = 10.0) -> dict[str, Any]:
                 return {}
             await anyio.sleep(0.1)
     return stacks or {"processing": processing}
+
+
+async def running(client: Any, key: str, seconds: float = 60.0) -> None:
+    """Wait until a worker thread is running the task ``key``."""
+    with anyio.fail_after(seconds):
+        while True:
+            stacks = await anyio.to_thread.run_sync(client.call_stack)
+            if any(key in running for running in stacks.values()):
+                return
+            await anyio.sleep(0.05)
 
 
 async def test_calls_run_on_the_workers_and_come_back_as_values(
@@ -194,13 +204,54 @@ async def test_a_call_interrupted_before_it_starts_stops_as_it_starts(client: An
 
     future = await anyio.to_thread.run_sync(interrupt_then_submit)
     try:
-        error = await anyio.to_thread.run_sync(lambda: future.exception(timeout=60))
+        stopped = await anyio.to_thread.run_sync(lambda: future.result(timeout=60))
     finally:
         await anyio.to_thread.run_sync(lambda: client.cancel([future], force=True))
         await anyio.to_thread.run_sync(lambda: client.run(dask_task.interrupt, [key]))
-    assert isinstance(error, InterruptedError), error
-    assert "interrupted before it started" in str(error)
+    # Returned, not raised: its caller cancelled it (see the next test).
+    assert isinstance(stopped, InterruptedError), stopped
+    assert "interrupted before it started" in str(stopped)
     assert await idle(client) == {}
+
+
+def _logged_about(client: Any, key: str) -> list[str]:
+    """The workers' recent log lines that name ``key``."""
+    logs = client.get_worker_logs(n=200)
+    return [line for lines in logs.values() for _level, line in lines if key in line]
+
+
+async def test_a_stopped_call_is_not_logged_as_a_failure_but_a_tools_own_interrupt_is(
+    client: Any,
+) -> None:
+    # make demo's notebook 08 printed a worker's "Compute Failed" traceback
+    # for the survey its timeout stopped: the interrupt came while the worker
+    # still had the task as executing. Here it comes before any cancel.
+    key = f"cortex-spin-{uuid.uuid4().hex[:16]}"
+    future = await anyio.to_thread.run_sync(
+        lambda: client.submit(
+            dask_task.run_tool, spin, {"seconds": 600}, key, "cortex-test", key=key, pure=False
+        )
+    )
+    try:
+        await running(client, key)
+        hits = await anyio.to_thread.run_sync(lambda: client.run(dask_task.interrupt, [key]))
+        assert [hit for keys in hits.values() for hit in keys] == [key]  # its thread was hit
+        stopped = await anyio.to_thread.run_sync(lambda: future.result(timeout=60))
+    finally:
+        await anyio.to_thread.run_sync(lambda: client.cancel([future], force=True))
+    assert isinstance(stopped, InterruptedError), stopped
+    assert await idle(client) == {}
+    assert await anyio.to_thread.run_sync(_logged_about, client, key) == []
+
+    own = f"cortex-own-{uuid.uuid4().hex[:16]}"
+    failing = await anyio.to_thread.run_sync(
+        lambda: client.submit(
+            dask_task.run_tool, raises_interrupted, {}, own, "cortex-test", key=own, pure=False
+        )
+    )
+    error = await anyio.to_thread.run_sync(lambda: failing.exception(timeout=60))
+    assert isinstance(error, InterruptedError) and "the tool's own" in str(error)
+    assert any("Compute Failed" in line for line in _logged_about(client, own))
 
 
 async def test_a_killed_worker_is_retried_and_the_retry_shows(
