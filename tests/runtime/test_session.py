@@ -271,13 +271,22 @@ async def test_namespace_write_and_fallback(tmp_path: Path) -> None:
     await s.aclose()
 
 
-async def test_on_event_errors_do_not_break_the_run(tmp_path: Path) -> None:
+@pytest.mark.event_handler_errors
+async def test_on_event_errors_do_not_break_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     def bad(event: Any) -> None:
         raise RuntimeError("view bug")
 
     s = session(ScriptedModel(["<response>fine</response>"]), tmp_path)
-    result = await s.run("go", on_event=bad)
+    with caplog.at_level("ERROR", logger="cortex_kernel.runtime.loop"):
+        result = await s.run("go", on_event=bad)
     assert result.answer == "fine"
+    # Logged with its traceback, once per event (elsewhere in the suite such a
+    # log fails the test: see tests/conftest.py).
+    messages = {r.getMessage() for r in caplog.records}
+    assert messages == {"on_event raised; the run goes on"}
+    assert len(caplog.records) == len(result.events) and "view bug" in caplog.text
     await s.aclose()
 
 
