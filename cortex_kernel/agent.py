@@ -32,7 +32,7 @@ from .model_options import ModelOptions
 from .protocol.models import ActionType
 from .runtime.feeds import FeedRegistry
 from .runtime.limits import Limits
-from .runtime.ports import Model, protocol_named
+from .runtime.ports import Model, ModelResolver, protocol_named
 from .runtime.session import Session
 from .toolset import build_tools
 
@@ -57,6 +57,19 @@ def resolve(
 def _resolve_named(name: str) -> Model:
     # The model an ``llm`` action names: plain, like ``%model NAME``.
     return resolve_model(name)
+
+
+def _resolver(listed: dict[str, ModelOptions]) -> ModelResolver:
+    """``_resolve_named`` with the options the manifest's ``llm_models`` give each model."""
+
+    def resolve_listed(name: str) -> Model:
+        options = listed.get(name)
+        if options is None:
+            return _resolve_named(name)
+        # A sub-completion offers no tools: the protocol does not matter.
+        return resolve(name, "xml", options)
+
+    return resolve_listed
 
 
 def _count_tokens(text: str) -> int:
@@ -187,7 +200,10 @@ def _configure(
     session.agent_name = spec.name
     session.instructions = spec.instructions
     session.read_notebook = session.read_notebook or spec.read_notebook
-    session.llm_models = frozenset(spec.llm_models)
+    listed = {model.name: model.options() for model in spec.llm_models}
+    session.llm_models = frozenset(listed)
+    if session.resolve_model is _resolve_named:  # not one the caller chose
+        session.resolve_model = _resolver(listed)
     build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
     _tool_backends(session, spec, namespace)
     if spec.mcp_servers:

@@ -110,6 +110,16 @@ class ModelSpec(ModelOptions):
         return ModelOptions(**self.model_dump(exclude={"name"}))
 
 
+class ListedModel(ModelSpec):
+    """A model an ``llm`` action may name, with its own options.
+
+    It gets only the options written here (none for a bare string entry),
+    not the agent model's: those may be another provider's endpoint.
+    """
+
+    name: str = Field(description="litellm model string an llm action may name")
+
+
 class LimitsSpec(_Strict):
     """Per-run limits (any left out keeps the runtime's default)."""
 
@@ -626,9 +636,10 @@ class AgentManifest(_Strict):
         description="let $name in model output read the notebook's own variables (off: only "
         "values agent actions produced)",
     )
-    llm_models: list[str] = Field(
+    llm_models: list[ListedModel] = Field(
         default_factory=list,
-        description="models an llm action may name besides the agent's own",
+        description="models an llm action may name besides the agent's own: a model string, "
+        "or a table like model's with its own options ({name, api_base, temperature, …})",
     )
     limits: LimitsSpec = LimitsSpec()
     executor: ExecutorSpec = Field(
@@ -642,6 +653,25 @@ class AgentManifest(_Strict):
     def _model_string(cls, value: Any) -> Any:
         # `model: openai/gpt-4o` is the common case; the mapping form adds options.
         return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("llm_models", mode="before")
+    @classmethod
+    def _llm_model_strings(cls, value: Any) -> Any:
+        # As `model:`: a string is short for a table with only its name.
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @model_validator(mode="after")
+    def _unique_llm_models(self) -> AgentManifest:
+        names = [listed.name for listed in self.llm_models]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise ValueError(
+                    f"llm_models[{index}]: '{name}' is listed twice; each model once, "
+                    "with its options"
+                )
+        return self
 
     @field_validator("executor", mode="before")
     @classmethod
