@@ -52,6 +52,7 @@ def run_demo(timeout: float = 300.0) -> int:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
 
     source = notebooks_dir()
     notebooks = sorted(source.glob("*.ipynb"))
@@ -68,7 +69,14 @@ def run_demo(timeout: float = 300.0) -> int:
         kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
         started = time.monotonic()
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(source)}}
+            nb,
+            timeout=timeout,
+            kernel_name=kernel,
+            resources={"metadata": {"path": str(source)}},
+            # CurveZMQ keys for kernels whose spec takes them (ours and
+            # ipykernel's): encrypted sockets, and no ipykernel warning per
+            # notebook that plain TCP is readable by anyone on the machine.
+            config=Config({"KernelManager": {"transport_encryption": "auto"}}),
         )
         status = "ok"
         try:

@@ -29,7 +29,9 @@ def kernel_json() -> dict[str, Any]:
         "language": "markdown",
         "interrupt_mode": "signal",
         "env": {"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        "metadata": {"debugger": False},
+        # An ipykernel: it takes the CurveZMQ keys a client provisions
+        # (jupyter_client's transport_encryption), as ipykernel's own spec says.
+        "metadata": {"debugger": False, "supported_encryption": ["curve"]},
     }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,14 +23,15 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="session")
 def cortex_kernelspec() -> str:
     """The ``cortex`` kernelspec, installed into sys.prefix if missing or stale."""
+    from cortex_kernel.jupyter.install import install, kernel_json
+
+    wanted = kernel_json()
     try:
         spec = KernelSpecManager().get_kernel_spec("cortex")
-        current = spec.argv[0] == sys.executable
+        current = spec.argv == wanted["argv"] and spec.metadata == wanted["metadata"]
     except NoSuchKernel:
         current = False
     if not current:
-        from cortex_kernel.jupyter.install import install
-
         assert install(sys_prefix=True) == 0
     return "cortex"
 
@@ -85,8 +85,8 @@ class CellResult:
 class Kernel:
     """A running kernel driven through jupyter_client, as a front end would."""
 
-    def __init__(self, name: str, env: dict[str, str] | None = None) -> None:
-        self.km = KernelManager(kernel_name=name)
+    def __init__(self, name: str, env: dict[str, str] | None = None, **manager: Any) -> None:
+        self.km = KernelManager(kernel_name=name, **manager)
         self.km.start_kernel(env=env if env is not None else dict(os.environ))
         self.kc: BlockingKernelClient = self.km.client()
         self.kc.start_channels()

@@ -3,10 +3,14 @@
 IPython's magics work in ``%%python`` cells as in the stock kernel;
 ``%%time`` and ``%%capture`` work around a message cell; a comment-only cell
 is not a message; ``{{name}}`` reaches the model as ``{name}``; kernel_info
-and the kernelspec agree about the debugger.
+and the kernelspec agree about the debugger; the kernel takes the CurveZMQ
+keys a client provisions.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +85,20 @@ def test_kernel_info_and_kernelspec_agree_on_the_debugger(cortex: Kernel) -> Non
     reply = cortex.kc.get_shell_msg(timeout=10)["content"]
     in_reply = "debugger" in reply.get("supported_features", []) or bool(reply.get("debugger"))
     assert in_reply == bool(spec.metadata.get("debugger", False))
+
+
+def test_the_kernel_takes_the_curve_keys_a_client_provisions(
+    cortex_kernelspec: str, replay_dir: Path
+) -> None:
+    # jupyter_client's transport_encryption="required" refuses a kernelspec
+    # that does not declare curve; `make demo` asks for "auto" (without it,
+    # ipykernel warns on every start that plain TCP is readable by anyone).
+    env = {**os.environ, "CORTEX_MODEL": f"replay:{replay_dir}/answer.jsonl"}
+    kernel = Kernel(cortex_kernelspec, env, transport_encryption="required")
+    try:
+        assert kernel.km.curve_publickey and kernel.km.curve_secretkey
+        result = kernel.run("What is x?")
+        assert result.status == "ok", dump(result)
+        assert result.result_data()["text/plain"] == "The answer is 42"
+    finally:
+        kernel.shutdown()
