@@ -49,6 +49,7 @@ def static_copy(nb: Any) -> Any:
 def run_demo(timeout: float = 300.0) -> int:
     """Execute the example notebooks; return 0 when every one ran without error."""
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
@@ -64,6 +65,10 @@ def run_demo(timeout: float = 300.0) -> int:
     exporter = HTMLExporter()  # type: ignore[no-untyped-call]
     rows: list[str] = []
     failures = 0
+    # jupyter_client < 8.10 has no such option (and would warn about it).
+    config = Config()
+    if KernelManager.class_traits().get("transport_encryption") is not None:
+        config = Config({"KernelManager": {"transport_encryption": "auto"}})
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
         kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
@@ -76,7 +81,7 @@ def run_demo(timeout: float = 300.0) -> int:
             # CurveZMQ keys for kernels whose spec takes them (ours and
             # ipykernel's): encrypted sockets, and no ipykernel warning per
             # notebook that plain TCP is readable by anyone on the machine.
-            config=Config({"KernelManager": {"transport_encryption": "auto"}}),
+            config=config,
         )
         status = "ok"
         try:
