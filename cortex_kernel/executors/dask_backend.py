@@ -162,7 +162,7 @@ class DaskBackend:
     async def call(self, tool: Tool, arguments: dict[str, Any], report: PlacementReport) -> Any:
         """Run ``tool`` on the cluster; see :class:`~cortex_kernel.runtime.ports.ToolBackend`."""
         client = await self._connected(tool.name)
-        key = f"cortex-{tool.name}-{uuid.uuid4().hex[:16]}"
+        key = f"{dask_task.KEY_PREFIX}{tool.name}-{uuid.uuid4().hex[:16]}"
         kwargs = {
             name: value.future if isinstance(value, ClusterValue) else value
             for name, value in arguments.items()

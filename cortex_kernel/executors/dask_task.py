@@ -31,12 +31,19 @@ than raising it: its caller has cancelled it and reads nothing, and a raised
 one would make the worker log a "Compute Failed" traceback (with the task's
 arguments) for a stop that was asked for. An ``InterruptedError`` the tool
 raises by itself is raised as any other error.
+
+A tool that fails on a worker is logged there as "Compute Failed" with the
+task's repr, which holds the call's arguments: values the kernel's redactor
+never sees (a notebook variable passed as ``$name``, say). The worker's
+log is given a filter that leaves those out of the record of a cortex-kernel
+call; the exception and its traceback stay.
 """
 
 from __future__ import annotations
 
 import ctypes
 import inspect
+import logging
 import sys
 import threading
 import types
@@ -47,6 +54,8 @@ from typing import Any
 __all__ = ["describe", "interrupt", "run_tool"]
 
 _REGISTRY = "_cortex_kernel_dask_calls"
+KEY_PREFIX = "cortex-"  # of every call's key (DaskBackend.call)
+_NOT_LOGGED = "<a cortex-kernel tool call: its arguments are not logged>"
 
 # Keys interrupted before they started, remembered per worker; keys are unique
 # per call, so the oldest are dropped past this many.
@@ -66,7 +75,28 @@ def _registry() -> Any:
     # A worker that outlived an older cortex-kernel has a registry without them.
     vars(found).setdefault("interrupted", OrderedDict())
     vars(found).setdefault("stopped", set())  # keys whose running thread interrupt() hit
+    if not getattr(found, "quiet_log", False):
+        found.quiet_log = True  # type: ignore[attr-defined]
+        logging.getLogger("distributed.worker").addFilter(_without_arguments)
     return found
+
+
+def _without_arguments(record: logging.LogRecord) -> bool:
+    """Leave a cortex-kernel call's arguments out of the worker's "Compute Failed" record.
+
+    distributed logs ``(key, state, repr(task)[:1000], exception, traceback)``;
+    any other shape is left as it is.
+    """
+    args = record.args
+    if (
+        isinstance(record.msg, str)
+        and record.msg.startswith("Compute Failed")
+        and isinstance(args, tuple)
+        and len(args) == 5
+        and str(args[0]).startswith(KEY_PREFIX)
+    ):
+        record.args = (args[0], args[1], _NOT_LOGGED, args[3], args[4])
+    return True
 
 
 def _async_raise(ident: int, exc: type[BaseException] | None) -> int:

@@ -33,7 +33,7 @@ def spin(seconds: float) -> dict[str, Any]:
     return {"pid": os.getpid(), "spent": time.perf_counter() - start}
 
 
-def raises_interrupted() -> None:
+def raises_interrupted(token: str = "") -> None:
     """Raises InterruptedError by itself (no interrupt asked for it)."""
     raise InterruptedError("the tool's own")
 

@@ -220,7 +220,7 @@ def _logged_about(client: Any, key: str) -> list[str]:
     return [line for lines in logs.values() for _level, line in lines if key in line]
 
 
-async def test_a_stopped_call_is_not_logged_as_a_failure_but_a_tools_own_interrupt_is(
+async def test_a_stopped_call_is_not_logged_as_a_failure_and_a_failing_call_hides_its_arguments(
     client: Any,
 ) -> None:
     # make demo's notebook 08 printed a worker's "Compute Failed" traceback
@@ -243,15 +243,28 @@ async def test_a_stopped_call_is_not_logged_as_a_failure_but_a_tools_own_interru
     assert await idle(client) == {}
     assert await anyio.to_thread.run_sync(_logged_about, client, key) == []
 
+    # A tool's own failure is logged, without the call's arguments (values
+    # the kernel's redactor never sees).
     own = f"cortex-own-{uuid.uuid4().hex[:16]}"
+    token = f"tok-{uuid.uuid4().hex}"
     failing = await anyio.to_thread.run_sync(
         lambda: client.submit(
-            dask_task.run_tool, raises_interrupted, {}, own, "cortex-test", key=own, pure=False
+            dask_task.run_tool,
+            raises_interrupted,
+            {"token": token},
+            own,
+            "cortex-test",
+            key=own,
+            pure=False,
         )
     )
     error = await anyio.to_thread.run_sync(lambda: failing.exception(timeout=60))
     assert isinstance(error, InterruptedError) and "the tool's own" in str(error)
-    assert any("Compute Failed" in line for line in _logged_about(client, own))
+    logged = await anyio.to_thread.run_sync(_logged_about, client, own)
+    assert any("Compute Failed" in line and "InterruptedError" in line for line in logged)
+    assert any("arguments are not logged" in line for line in logged)
+    every_line = await anyio.to_thread.run_sync(lambda: client.get_worker_logs(n=200))
+    assert token not in json.dumps(every_line)
 
 
 async def test_a_killed_worker_is_retried_and_the_retry_shows(
