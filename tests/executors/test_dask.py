@@ -106,7 +106,7 @@ async def running(client: Any, key: str, seconds: float = 60.0) -> None:
     with anyio.fail_after(seconds):
         while True:
             stacks = await anyio.to_thread.run_sync(client.call_stack)
-            if any(key in running for running in stacks.values()):
+            if any(key in keys for keys in stacks.values()):
                 return
             await anyio.sleep(0.05)
 
