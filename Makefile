@@ -5,15 +5,28 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-compiled test-compiled-run lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
+.PHONY: lock demo test test-compiled test-compiled-run lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,lint]'
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,lint]'
 	touch $(STAMP)
+
+# Refresh constraints.txt on purpose: the newest versions pyproject.toml's
+# ranges allow, resolved in a scratch venv; then run `make test` before
+# committing the new file.
+lock:
+	rm -rf build/lock-venv
+	$(PY) -m venv build/lock-venv
+	build/lock-venv/bin/python -m pip install -q --upgrade pip
+	build/lock-venv/bin/python -m pip install -q -e '.[test,lint]'
+	{ sed -n '1,/^[^#]/{/^#/p}' constraints.txt; \
+	  build/lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf build/lock-venv
 
 install-kernel: $(STAMP)
 	$(BIN)/cortex-kernel install --sys-prefix
