@@ -7,10 +7,18 @@ and injects the executors, the manifest's tools, the protocol prompt and the
 model resolver into the runtime through its ports
 (:mod:`cortex_kernel.runtime.ports`). Nothing else constructs executors or
 picks a prompt.
+
+A session's manifests are read once, when it is built (a snapshot of its
+file and of every file its sub-agents come from): an ``agent`` action builds
+the sub-agent's session from that snapshot, never from the file as it is on
+disk by then, so nothing written during a run changes what an agent may do.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +35,7 @@ from .executors.tool import ToolExecutor
 from .executors.workflow import WorkflowExecutor
 from .llm import resolve_model
 from .llm.prompt import ProtocolPrompt
-from .manifest import AgentManifest, default_agent, load_manifest
+from .manifest import AgentManifest, ManifestFile, default_agent, load_manifest
 from .model_options import ModelOptions
 from .protocol.models import ActionType
 from .runtime.feeds import FeedRegistry
@@ -124,16 +132,103 @@ def build_session(
         A bad model string, protocol or manifest (the message names the file and field).
     """
     if manifest is not None:
-        loaded = load_manifest(manifest)
-        spec = loaded.agent(agent)
-        source = str(loaded.path)
-        base = loaded.path.parent if loaded.path is not None else Path.cwd()
+        snapshot = _Snapshot.read(Path(manifest).expanduser(), agent)
+        return _compose(model, snapshot, snapshot.top, protocol, options, approver, relics, kw)
+    if agent is not None:
+        raise ConfigError(
+            f"no agent named '{agent}': there is no manifest; load one with --manifest "
+            "(or %manifest) to choose among its agents"
+        )
+    return _compose(model, None, None, protocol, options, approver, relics, kw)
+
+
+def _notebook_folders() -> dict[Path, str]:
+    """Folders no writable files workspace may hold: the kernel imports modules from them."""
+    folders = {Path.cwd().resolve(): "the working directory (the notebook's folder)"}
+    notebook = os.environ.get("CORTEX_NOTEBOOK_DIR")
+    if notebook:
+        folders.setdefault(Path(notebook).expanduser().resolve(), "the notebook's folder")
+    return folders
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The manifests of one session and its sub-agents, read once when it was built.
+
+    ``files`` maps each file's resolved path to what was read from it
+    (``failed``: why it could not be, said when a sub-agent from it is
+    called, as a name no file defines is); ``links`` maps each agent of the
+    tree, (file, name), to where its sub-agents are (name -> file);
+    ``protected`` is what no writable files workspace may hold (the
+    manifests, the notebook's folder).
+    """
+
+    top: tuple[Path, str]
+    files: Mapping[Path, ManifestFile]
+    failed: Mapping[Path, str]
+    links: Mapping[tuple[Path, str], Mapping[str, Path]]
+    protected: Mapping[Path, str]
+
+    @classmethod
+    def read(cls, path: Path, agent: str | None) -> _Snapshot:
+        """Read ``path`` and every file the agent's sub-agents (and theirs) come from.
+
+        Raises
+        ------
+        ConfigError
+            A bad ``path``, or no agent ``agent`` in it.
+        """
+        first = path.resolve()
+        files: dict[Path, ManifestFile] = {first: load_manifest(path)}
+        failed: dict[Path, str] = {}
+        links: dict[tuple[Path, str], dict[str, Path]] = {}
+        top = (first, files[first].agent(agent).name)
+        pending = [top]
+        while pending:
+            key, name = pending.pop()
+            if (key, name) in links:
+                continue
+            loaded = files[key]
+            here = links[(key, name)] = {}
+            for sub in loaded.agent(name).sub_agents:
+                target = key  # no manifest: the same file
+                if sub.manifest is not None:
+                    manifest = Path(sub.manifest)
+                    file = manifest if manifest.is_absolute() else _base(loaded) / manifest
+                    target = file.resolve()
+                    if target not in files and target not in failed:
+                        try:
+                            files[target] = load_manifest(file)
+                        except ConfigError as exc:
+                            failed[target] = str(exc)
+                here[sub.name] = target
+                if target in files and sub.name in files[target].names():
+                    pending.append((target, sub.name))
+        protected = {**_notebook_folders(), **dict.fromkeys(files, "the manifest")}
+        return cls(top, files, failed, links, protected)
+
+
+def _base(loaded: ManifestFile) -> Path:
+    # Absolute: a sub-agent built later does not depend on the working directory then.
+    return (loaded.path or Path("manifest")).absolute().parent
+
+
+def _compose(
+    model: str | Model | None,
+    snapshot: _Snapshot | None,
+    which: tuple[Path, str] | None,
+    protocol: str | None,
+    options: ModelOptions | None,
+    approver: Approver | None,
+    relics: RelicRegistry | None,
+    kw: dict[str, Any],
+) -> Session:
+    """:func:`build_session` for the agent ``which`` of ``snapshot`` (``None``: the default)."""
+    if snapshot is not None and which is not None:
+        loaded = snapshot.files[which[0]]
+        spec = loaded.agent(which[1])
+        source, base = str(loaded.path), _base(loaded)
     else:
-        if agent is not None:
-            raise ConfigError(
-                f"no agent named '{agent}': there is no manifest; load one with --manifest "
-                "(or %manifest) to choose among its agents"
-            )
         spec, source, base = default_agent(), "the default agent", Path.cwd()
     if protocol is None and options is not None:
         protocol = options.protocol
@@ -149,7 +244,7 @@ def build_session(
     merged = spec.model.options().merged(options)
     chosen_model = model if model is not None else spec.model.name
     session = Session(resolve(chosen_model, chosen, merged), protocol=chosen, **kw)
-    _configure(session, spec, source, base, kw.get("namespace"))
+    _configure(session, spec, source, base, kw.get("namespace"), snapshot, which)
     session.relics = relics  # the owner's, for its sub-agents too (None: made below if needed)
     if spec.relics:
         _relics(session, spec, source, base, relics)
@@ -160,28 +255,25 @@ def build_session(
     return session
 
 
-def _sub_agents(session: Session, spec: AgentManifest, source: str, base: Path) -> None:
-    """``agent`` actions: each call builds a fresh session of the named sub-agent."""
-    where: dict[str, Path] = {}
-    for sub in spec.sub_agents:
-        if sub.manifest is None:  # the same file; `source` is its path as the user gave it
-            where[sub.name] = Path(source).resolve()
-            continue
-        path = Path(sub.manifest)
-        where[sub.name] = path if path.is_absolute() else base / path
+def _sub_agents(
+    session: Session, spec: AgentManifest, snapshot: _Snapshot, which: tuple[Path, str]
+) -> None:
+    """``agent`` actions: each call builds a fresh session of the named sub-agent.
+
+    From the snapshot, not the file: a manifest rewritten on disk since (by
+    the agent's own tools, say) gives no sub-agent new tools, models or endpoints.
+    """
+    where = snapshot.links[which]
 
     def factory(name: str) -> Session:
-        path = where[name]
-        sub_spec = load_manifest(path).agent(name)
+        sub = (where[name], name)
+        if sub[0] in snapshot.failed:
+            raise ConfigError(snapshot.failed[sub[0]])
+        sub_spec = snapshot.files[sub[0]].agent(name)  # raises, listing its agents, if unknown
         # A sub-agent with no model of its own thinks with its parent's.
         model = None if sub_spec.model.name else session.model
-        return build_session(
-            model,
-            manifest=path,
-            agent=name,
-            transcript_dir=session.transcript_dir,
-            relics=session.relics,
-        )
+        kw: dict[str, Any] = {"transcript_dir": session.transcript_dir}
+        return _compose(model, snapshot, sub, None, None, None, session.relics, kw)
 
     described = {sub.name: sub.description for sub in spec.sub_agents}
     session.executors[ActionType.AGENT] = AgentExecutor(
@@ -194,7 +286,13 @@ def _sub_agents(session: Session, spec: AgentManifest, source: str, base: Path) 
 
 
 def _configure(
-    session: Session, spec: AgentManifest, source: str, base: Path, namespace: Any
+    session: Session,
+    spec: AgentManifest,
+    source: str,
+    base: Path,
+    namespace: Any,
+    snapshot: _Snapshot | None,
+    which: tuple[Path, str] | None,
 ) -> None:
     """The manifest's part of the session: name, instructions, tools, declared-only types."""
     session.agent_name = spec.name
@@ -204,14 +302,21 @@ def _configure(
     session.llm_models = frozenset(listed)
     if session.resolve_model is _resolve_named:  # not one the caller chose
         session.resolve_model = _resolver(listed)
-    build_tools(spec, source=source, base=base, namespace=namespace, registry=session.tools)
+    build_tools(
+        spec,
+        source=source,
+        base=base,
+        namespace=namespace,
+        registry=session.tools,
+        protected=snapshot.protected if snapshot is not None else _notebook_folders(),
+    )
     _tool_backends(session, spec, namespace)
     if spec.mcp_servers:
         hub = mcp_hub(session, base)
         for server in spec.mcp_servers:
             hub.add(McpServerConfig(**server.model_dump(), source=source))
-    if spec.sub_agents:
-        _sub_agents(session, spec, source, base)
+    if spec.sub_agents and snapshot is not None and which is not None:
+        _sub_agents(session, spec, snapshot, which)
     if spec.workflows:
         session.executors[ActionType.WORKFLOW] = WorkflowExecutor(
             {w.name: w for w in spec.workflows}, max_parallel=session.limits.max_parallel

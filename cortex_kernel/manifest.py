@@ -247,10 +247,20 @@ class SandboxBuiltin(_Strict):
 
 
 class FilesBuiltin(_Strict):
-    """``read_file``, ``write_file`` and ``list_files`` inside ``workspace``."""
+    """``read_file``, ``write_file`` and ``list_files`` inside ``workspace``.
+
+    The default workspace is a folder of its own beside the manifest, made on
+    the first write; a writable workspace that holds the manifest or the
+    notebook is refused when the session is built (the agent could rewrite
+    what it may do).
+    """
 
     enabled: bool = True
-    workspace: str = "."
+    workspace: str = Field(
+        default="cortex-workspace",
+        description="folder of the files (relative: to the manifest's); never the manifest's "
+        "or the notebook's own folder when write is on",
+    )
     write: bool = True
     max_bytes: int = Field(default=1_000_000, ge=1)
 
@@ -786,18 +796,77 @@ def _read(path: Path) -> tuple[Any, dict[tuple[str | int, ...], int]]:
         )
     import yaml
 
+    loader = yaml.SafeLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        lines: dict[tuple[str | int, ...], int] = {}
+        if node is not None:
+            # Before anything walks the data: aliases make a tree of shared nodes.
+            _check_expansion(path, node)
+            _yaml_lines(node, (), lines)
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}{where}: not valid YAML: {problem}") from None
-    lines: dict[tuple[str | int, ...], int] = {}
-    if node is not None:
-        _yaml_lines(node, (), lines)
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
     return data, lines
+
+
+#: Most values a YAML manifest may hold once its aliases (and ``<<`` merges) are
+#: expanded: far above any real manifest, far below an alias bomb's billions.
+MAX_YAML_VALUES = 100_000
+
+
+def _check_expansion(path: Path, root: Any) -> None:
+    """Refuse a document whose aliases expand to more than :data:`MAX_YAML_VALUES` values.
+
+    An alias is the anchored node itself, so the composed graph stays small
+    while a walk of it (line numbers, validation) visits every repetition: a
+    650-byte "billion laughs" file is 10^9 values. Each node's expanded size is
+    counted once (memoised), so this check is linear in the file.
+
+    Raises
+    ------
+    ConfigError
+        Naming the line of the first collection that grows past the limit.
+    """
+    import yaml
+
+    sizes: dict[int, int] = {}
+    counting: set[int] = set()  # the ancestors of the node popped
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_counted = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            sizes[key] = 1
+            continue
+        if children_counted:
+            counting.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                raise ConfigError(
+                    f"{path}:{node.start_mark.line + 1}: aliases expand the manifest past "
+                    f"{MAX_YAML_VALUES:,} values (an alias bomb?); write the values out instead"
+                )
+        elif key in counting:  # reached again below itself
+            raise ConfigError(
+                f"{path}:{node.start_mark.line + 1}: an alias inside this collection refers "
+                "to the collection itself (a recursive alias)"
+            )
+        elif key not in sizes:
+            counting.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
 
 
 _Lines = dict[tuple[str | int, ...], int]

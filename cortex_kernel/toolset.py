@@ -13,7 +13,7 @@ import contextlib
 import importlib
 import io
 import json
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +227,51 @@ def _code_tool(
     )
 
 
+def _files_workspace(
+    agent: AgentManifest,
+    base: Path,
+    protected: Mapping[Path, str] | None = None,
+    source: str = "the manifest",
+) -> Workspace | None:
+    """The workspace of ``agent``'s file built-ins, or ``None`` when they are off.
+
+    Parameters
+    ----------
+    agent
+        The agent's manifest.
+    base
+        Directory a relative workspace is taken from (the manifest's folder).
+    protected
+        Resolved paths a writable workspace must not contain, each with how
+        a message names it (the session's manifests, the notebook's folder).
+    source
+        How messages name the manifest (its path).
+
+    Raises
+    ------
+    ConfigError
+        When ``write_file`` is on and the workspace is, or holds, a protected
+        path: the agent could rewrite its own manifest, or put modules where
+        the kernel imports from.
+    """
+    files = agent.builtins.files
+    if files is None or not files.enabled:
+        return None
+    workspace = Workspace(base / files.workspace, max_bytes=files.max_bytes)
+    held = [
+        f"{what} {path}"
+        for path, what in (protected or {}).items()
+        if files.write and (path == workspace.root or workspace.root in path.parents)
+    ]
+    if held:
+        raise ConfigError(
+            f"{source} builtins.files.workspace: {workspace.root} holds {' and '.join(held)}, "
+            "which write_file could then rewrite; give the files a folder of their own "
+            "(the default is cortex-workspace beside the manifest) or set write: false"
+        )
+    return workspace
+
+
 def build_tools(
     agent: AgentManifest,
     *,
@@ -234,6 +279,7 @@ def build_tools(
     base: Path | None = None,
     namespace: MutableMapping[str, Any] | None = None,
     registry: ToolRegistry | None = None,
+    protected: Mapping[Path, str] | None = None,
 ) -> ToolRegistry:
     """The tools ``agent`` declares, in a registry (new, or ``registry``).
 
@@ -247,11 +293,18 @@ def build_tools(
         Directory relative paths are taken from (the manifest's folder).
     namespace
         The notebook namespace, for ``python`` with ``in_kernel: true``.
+    registry
+        Where to add the tools (default: a new registry).
+    protected
+        Resolved paths a writable files workspace may not be or hold (the
+        session's manifests, the notebook's folder), each with how a message
+        names it.
 
     Raises
     ------
     ConfigError
-        A callable that cannot be imported, a name used twice.
+        A callable that cannot be imported, a name used twice, a writable
+        workspace holding a protected path.
     """
     tools = registry if registry is not None else ToolRegistry()
     root = base if base is not None else Path.cwd()
@@ -285,8 +338,8 @@ def build_tools(
             where = f"{source} builtins.{language}"
             tools.add(_code_tool(language, builtin, confirm, where, workspace_dir, host, namespace))
     files = agent.builtins.files
-    if files is not None and files.enabled:
-        workspace = Workspace(root / files.workspace, max_bytes=files.max_bytes)
+    workspace = _files_workspace(agent, root, protected, source)
+    if files is not None and workspace is not None:
         where = f"{source} builtins.files"
         functions: list[tuple[Callable[..., Any], bool]] = [
             (workspace.read_file, False),

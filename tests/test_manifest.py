@@ -230,3 +230,61 @@ def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_pat
     message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "dbs"}), None)  # type: ignore[arg-type]
     assert message == "unknown relic 'dbs'; did you mean 'db'? relics: db"
     assert ActionType.RELIC in session.executors and ActionType.WORKFLOW not in session.executors
+
+
+# "Billion laughs": 10^9 values in a few hundred bytes, under a field that takes any data.
+ALIAS_BOMB = """\
+name: x
+context_feeds:
+  - id: f
+    source:
+      a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+      b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+      c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+      d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+      e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+      f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+      g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+      h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+      internal: [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+"""
+
+# The same with merge keys, which PyYAML copies into each mapping.
+MERGE_BOMB = "name: x\ncontext_feeds:\n  - id: f\n    source:\n      k0: &k0 {v: 1}\n" + "".join(
+    f"      k{i}: &k{i} {{<<: [{', '.join([f'*k{i - 1}'] * 9)}], v{i}: 1}}\n" for i in range(1, 10)
+)
+
+ANCHORS = """\
+default: a
+agents:
+  - name: a
+    model: &shared {name: openai/x, temperature: 0}
+    limits: &limits {max_turns: 3}
+  - name: b
+    model: *shared
+    limits: {<<: *limits, max_actions: 5}
+"""
+
+
+def test_an_alias_bomb_is_refused_and_plain_anchors_still_load(tmp_path: Path) -> None:
+    bomb = write(tmp_path, "bomb.yaml", ALIAS_BOMB)
+    assert message(bomb) == (
+        f"{bomb}:10: aliases expand the manifest past 100,000 values (an alias bomb?); "
+        "write the values out instead"
+    )
+    merges = write(tmp_path, "merges.yaml", MERGE_BOMB)
+    assert "aliases expand the manifest past 100,000 values" in message(merges)
+    loaded = load_manifest(write(tmp_path, "anchors.yaml", ANCHORS))
+    assert loaded.agent("b").model == loaded.agent("a").model
+    assert loaded.agent("b").model.temperature == 0
+    assert (loaded.agent("b").limits.max_turns, loaded.agent("b").limits.max_actions) == (3, 5)
+
+
+def test_a_recursive_alias_or_deep_nesting_is_one_config_error(tmp_path: Path) -> None:
+    looped = write(tmp_path, "loop.yaml", "name: x\ncontext_feeds: &feeds [*feeds]\n")
+    assert message(looped) == (
+        f"{looped}:2: an alias inside this collection refers to the collection itself "
+        "(a recursive alias)"
+    )
+    deep = write(tmp_path, "deep.yaml", "name: x\ncontext_feeds: " + "[" * 5000 + "]" * 5000)
+    assert message(deep) == f"{deep}: not valid YAML: nested too deeply"

@@ -2,11 +2,15 @@
 
 Parameters go to the process as one JSON object on stdin, or as arguments
 built from the manifest's ``args`` templates (``"{path}"`` becomes the value
-of ``path``, one argument each, never through a shell). Stdout is parsed as
+of ``path``, one argument each, never through a shell; a value that would
+start an argument with ``-`` is refused unless the manifest allows it, as the
+program would read it as an option). Stdout is parsed as
 JSON when it is JSON, else kept as text; stderr is kept (its tail is in the
 error of a failed call). The process starts a new session, so a timeout, a
 cancelled run or an interrupted cell kills the whole process group — the
-tool's children included — and waits for it before returning.
+tool's children included — and waits for it before returning. The process
+gets a minimal environment (:func:`~.child_env.child_environment`), never
+the kernel's secrets.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import contextlib
 import json
 import os
 import signal
+import string
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +29,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from ..exceptions import ToolError
+from .child_env import child_environment
 
 __all__ = [
     "CommandResult",
@@ -74,16 +80,42 @@ def tail(data: bytes, lines: int = 20, chars: int = 2000) -> str:
     return kept[-chars:]
 
 
-def render_args(templates: Sequence[str], parameters: Mapping[str, Any]) -> list[str]:
-    """Build argv items from ``{name}`` templates; a missing name is an error."""
+def render_args(
+    templates: Sequence[str],
+    parameters: Mapping[str, Any],
+    *,
+    allow_options: bool | Collection[str] = False,
+    options_ended: bool = False,
+) -> list[str]:
+    """Build argv items from ``{name}`` templates; a missing name is an error.
+
+    Parameters
+    ----------
+    templates
+        The manifest's ``args``.
+    parameters
+        The call's values (strings as they are, anything else as JSON).
+    allow_options
+        Parameters whose values may start an argument with ``-`` (``True``: all).
+    options_ended
+        The command already ends its options with ``--``: any value is safe.
+
+    Raises
+    ------
+    ToolError
+        A template names a missing parameter, or a value would start an
+        argument with ``-`` (read as an option: ``--output=/victim``) and is
+        not allowed to; nothing has run.
+    """
+    values = {
+        key: value if isinstance(value, str) else json.dumps(value)
+        for key, value in parameters.items()
+    }
     out = []
+    ended = options_ended
     for template in templates:
-        values = {
-            key: value if isinstance(value, str) else json.dumps(value)
-            for key, value in parameters.items()
-        }
         try:
-            out.append(template.format_map(values))
+            argument = template.format_map(values)
         except KeyError as exc:
             raise ToolError(
                 f"argument template {template!r} names parameter {exc.args[0]!r}, "
@@ -91,7 +123,35 @@ def render_args(templates: Sequence[str], parameters: Mapping[str, Any]) -> list
             ) from None
         except (ValueError, IndexError) as exc:
             raise ToolError(f"bad argument template {template!r}: {exc}") from None
+        if argument.startswith("-") and not ended:
+            name = _leading_parameter(template, values)
+            allowed = allow_options is True or (
+                not isinstance(allow_options, bool) and name in allow_options
+            )
+            if name is not None and not allowed:
+                shown = values[name] if len(values[name]) <= 60 else values[name][:57] + "..."
+                raise ToolError(
+                    f"parameter {name!r}: {shown!r} starts with '-', which the program would "
+                    "read as an option; refused (the tool's manifest entry can allow it with "
+                    "allow_options)"
+                )
+        # A literal "--" ends the options: later values are operands, dash or not.
+        ended = ended or template == "--"
+        out.append(argument)
     return out
+
+
+def _leading_parameter(template: str, values: Mapping[str, str]) -> str | None:
+    """The parameter whose value begins ``template``'s text (``None``: the template's own)."""
+    for literal, field, _, _ in string.Formatter().parse(template):
+        if literal:
+            return None
+        if field is None:
+            continue
+        root = field.split(".", 1)[0].split("[", 1)[0]
+        if values.get(root, ""):
+            return root
+    return None
 
 
 def _kill_group(process: Process) -> None:
@@ -120,6 +180,7 @@ async def run_command(
     time_limit: float | None = None,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
     max_output: int = 10_000_000,
     name: str = "command",
 ) -> CommandResult:
@@ -134,7 +195,11 @@ async def run_command(
     time_limit
         Seconds; past it the process group is killed and :class:`ToolError` raised.
     cwd, env
-        Working directory; extra environment variables (on top of ours).
+        Working directory; environment variables set for the process.
+    pass_env
+        Names (or ``PREFIX*``) of our environment variables it also gets;
+        besides these and ``env`` it gets PATH, HOME, LANG… only
+        (:func:`~.child_env.child_environment`).
     max_output
         Bytes of stdout (and of stderr) kept; the rest is read and dropped.
     name
@@ -145,7 +210,7 @@ async def run_command(
     ToolError
         The program cannot start, or it ran past ``time_limit``.
     """
-    environment = {**os.environ, **(env or {})}
+    environment = child_environment(pass_env, env)
     try:
         process = await anyio.open_process(
             list(argv),

@@ -3,10 +3,17 @@
 Defaults (each may be loosened only by the tool's manifest entry):
 no network (``network_mode="none"``), a read-only root filesystem with a
 small ``/tmp`` tmpfs, every capability dropped, ``no-new-privileges``,
-memory (swap included), CPU and pids limits, an unprivileged user, and the
-label ``cortex-kernel=tool`` so our containers can be found (relics reuse
-:class:`ContainerSpec` for their long-lived containers, labelled ``relic``). The parameters
-go in as JSON on stdin; stdout is the result (JSON when it is JSON).
+memory (swap included), CPU and pids limits, an unprivileged user, a
+size-capped log, and the label ``cortex-kernel=tool`` so our containers can
+be found (relics reuse :class:`ContainerSpec` for their long-lived
+containers, labelled ``relic``). The parameters go in as JSON on stdin;
+stdout is the result (JSON when it is JSON), read from the container as it
+runs and kept up to ``max_output`` bytes (the rest is read and dropped).
+
+A kernel killed with SIGKILL cannot remove its containers: each carries the
+label ``cortex-kernel.owner=HOST:PID``, and every Docker tool call or relic
+start removes the containers of this host whose process is gone
+(:func:`sweep_orphans`).
 
 The SDK is blocking, so each call runs in a worker thread. Whatever ends the
 call — exit, timeout, a cancelled run, an interrupted cell — the container
@@ -19,6 +26,7 @@ engine, local or remote, as the Docker CLI does, with its TLS settings
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -34,15 +42,59 @@ from .command import CommandResult
 
 __all__ = [
     "LABEL",
+    "LOG_LIMIT",
+    "OWNER_LABEL",
     "ContainerSpec",
     "configure_engine",
     "docker_client",
+    "owner",
     "remove_container",
     "run_container",
+    "sweep_orphans",
 ]
 
 #: Label on every container we start (value: ``tool``), used to find strays.
 LABEL = "cortex-kernel"
+
+#: ``host:pid`` of the process that started a container.
+OWNER_LABEL = f"{LABEL}.owner"
+
+#: The engine keeps at most this much of a container's output (json-file
+#: ``max-size``, two files): a tool printing gigabytes cannot fill its disk.
+LOG_LIMIT = {"max-size": "1m", "max-file": "2"}
+
+
+def owner() -> str:
+    """This process as :data:`OWNER_LABEL` names it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
+def sweep_orphans(client: Any) -> int:
+    """Remove our containers whose kernel died without removing them (SIGKILL).
+
+    Tool and relic containers alike, only those started from this host by a
+    process that no longer exists: a live kernel's are never touched. One
+    engine request when there is nothing to remove. Returns how many were removed.
+    """
+    host = socket.gethostname()
+    removed = 0
+    for found in client.api.containers(all=True, filters={"label": OWNER_LABEL}):
+        started_by, _, pid = str((found.get("Labels") or {}).get(OWNER_LABEL, "")).rpartition(":")
+        if started_by == host and pid.isdigit() and _dead(int(pid)):
+            with contextlib.suppress(Exception):
+                client.api.remove_container(found["Id"], force=True)
+                removed += 1
+    return removed
 
 
 @dataclass
@@ -64,7 +116,8 @@ class ContainerSpec:
     tmpfs_size
         Size of the writable ``/tmp``.
     env, labels
-        Extra environment and labels.
+        Extra environment and labels (:data:`OWNER_LABEL` is ours unless
+        ``labels`` says otherwise).
     """
 
     image: str | None
@@ -99,6 +152,7 @@ class ContainerSpec:
             nano_cpus=int(self.cpus * 1e9),
             pids_limit=self.pids,
             binds=binds or None,
+            log_config={"type": "json-file", "config": dict(LOG_LIMIT)},
         )
         return {
             "image": self.image,
@@ -106,7 +160,7 @@ class ContainerSpec:
             "stdin_open": True,
             "user": self.user,
             "environment": dict(self.env),
-            "labels": {LABEL: "tool", **self.labels},
+            "labels": {LABEL: "tool", OWNER_LABEL: owner(), **self.labels},
             "working_dir": "/workspace" if self.workspace else "/tmp",
             "network_disabled": not self.network,
             "host_config": host_config,
@@ -251,6 +305,11 @@ async def run_container(
 ) -> ContainerRun:
     """Run ``spec`` to completion; the container is always removed.
 
+    Stdout and stderr are read while the container runs (attached before it
+    starts), ``max_output`` bytes of each kept and the rest dropped: memory
+    stays bounded whatever the tool prints (``result.truncated`` says so).
+    Orphans of dead kernels are swept first (:func:`sweep_orphans`).
+
     Raises
     ------
     ToolError
@@ -262,15 +321,32 @@ async def run_container(
         raise ToolError(f"tool '{name}': no image to run")
     client = await anyio.to_thread.run_sync(docker_client, host)
     container: Any = None
+    output: Any = None
+    out, err = bytearray(), bytearray()
+    cut = [False, False]
     t0 = time.perf_counter()
+
+    def create() -> str:
+        with contextlib.suppress(docker.errors.DockerException):
+            sweep_orphans(client)  # best effort: the call itself does not depend on it
+        created: str = client.api.create_container(**spec.create_options(client.api))["Id"]
+        return created
+
+    def collect() -> None:
+        # A connection lost mid-way (the container removed under it) ends the output.
+        with contextlib.suppress(OSError, docker.errors.DockerException):
+            for chunk_out, chunk_err in output:
+                if chunk_out:
+                    cut[0] = _keep(out, chunk_out, max_output) or cut[0]
+                if chunk_err:
+                    cut[1] = _keep(err, chunk_err, max_output) or cut[1]
+
     try:
         try:
             # Shielded: a cancellation landing as the create returns would
             # otherwise lose the id, and with it the container.
             with anyio.CancelScope(shield=True):
-                created_id = await anyio.to_thread.run_sync(
-                    lambda: client.api.create_container(**spec.create_options(client.api))["Id"]
-                )
+                created_id = await anyio.to_thread.run_sync(create)
                 container = await anyio.to_thread.run_sync(client.containers.get, created_id)
         except docker.errors.ImageNotFound:
             raise ToolError(
@@ -279,18 +355,25 @@ async def run_container(
             ) from None
         created = time.perf_counter() - t0
         with anyio.fail_after(time_limit):
-            # Attach stdin before start so no input is lost; stdin_once closes it after.
+            # Attach before start so no input is lost and no output missed;
+            # stdin_once closes stdin after our end is shut.
             stream = await anyio.to_thread.run_sync(
                 lambda: client.api.attach_socket(
                     container.id, params={"stdin": 1, "stdout": 0, "stderr": 0, "stream": 1}
                 )
             )
-            await anyio.to_thread.run_sync(container.start, abandon_on_cancel=True)
-            started = time.perf_counter() - t0
-            await anyio.to_thread.run_sync(_finish_stdin, stream, stdin, abandon_on_cancel=True)
-            status = await anyio.to_thread.run_sync(container.wait, abandon_on_cancel=True)
-        out = await anyio.to_thread.run_sync(lambda: container.logs(stdout=True, stderr=False))
-        err = await anyio.to_thread.run_sync(lambda: container.logs(stdout=False, stderr=True))
+            output = await anyio.to_thread.run_sync(
+                lambda: client.api.attach(
+                    container.id, stdout=True, stderr=True, stream=True, logs=False, demux=True
+                )
+            )
+            async with anyio.create_task_group() as group:
+                # Ends when the container's output does (it exited or was removed).
+                group.start_soon(lambda: anyio.to_thread.run_sync(collect, abandon_on_cancel=True))
+                await anyio.to_thread.run_sync(container.start, abandon_on_cancel=True)
+                started = time.perf_counter() - t0
+                await anyio.to_thread.run_sync(_finish_stdin, stream, stdin, abandon_on_cancel=True)
+                status = await anyio.to_thread.run_sync(container.wait, abandon_on_cancel=True)
         await anyio.to_thread.run_sync(container.reload)
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
     except TimeoutError:
@@ -303,14 +386,20 @@ async def run_container(
         if container is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(remove_container, container)
+        if output is not None:
+            with contextlib.suppress(Exception):
+                output.close()
     code = int(status.get("StatusCode", -1))
-    result = CommandResult(
-        code,
-        out[:max_output],
-        err[:max_output],
-        truncated=len(out) > max_output or len(err) > max_output,
-    )
+    result = CommandResult(code, bytes(out), bytes(err), truncated=cut[0] or cut[1])
     return ContainerRun(result, oom, started, created)
+
+
+def _keep(into: bytearray, chunk: bytes, limit: int) -> bool:
+    """Append what fits of ``chunk`` under ``limit``; whether some was dropped."""
+    room = limit - len(into)
+    if room > 0:
+        into += chunk[:room]
+    return len(chunk) > room
 
 
 def _finish_stdin(stream: Any, data: bytes) -> None:

@@ -25,7 +25,7 @@ class Workspace:
     Parameters
     ----------
     root
-        The directory (created when missing).
+        The directory (made by the first ``write_file``; until then it lists empty).
     max_bytes
         Largest file ``read_file`` returns and ``write_file`` accepts.
     """
@@ -77,6 +77,8 @@ class Workspace:
 
     def _list(self, path: str) -> list[str]:
         target = self.resolve(path)
+        if target == self.root and not target.exists():
+            return []  # not written to yet
         if not target.is_dir():
             raise ToolError(f"no directory {path!r} in the workspace")
         out = []

@@ -3,11 +3,14 @@
 Which model: the agent's own, or one the manifest lists (``llm_models``).
 Model output never picks another provider (spending the user's keys) or a
 ``replay:`` file (reading any local JSONL file) by itself; ``replay:`` is
-allowed only when the session's own model is a replay (offline examples).
+allowed only when the session's own model is a replay (offline examples),
+and only for files beside that replay (in its folder, symlinks resolved).
+A refused path gets the same message whether or not the file exists.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
@@ -23,11 +26,19 @@ def model_refusal(name: str | None, context: ExecutionContext) -> str | None:
     if not name or name == current:
         return None
     if name.startswith("replay:"):
-        if current.startswith("replay:"):
+        if not current.startswith("replay:"):
+            return (
+                f"an llm action cannot use '{name}': replay models are allowed only when the "
+                f"agent's own model is a replay (it is {current})"
+            )
+        wanted, own = _replay_file(name), _replay_file(current)
+        if wanted is not None and own is not None and wanted.parent == own.parent:
             return None
+        # Decided on the path alone: nothing here says whether the file exists.
+        folder = own.parent if own is not None else "the session replay's folder"
         return (
-            f"an llm action cannot use '{name}': replay models are allowed only when the "
-            f"agent's own model is a replay (it is {current})"
+            f"an llm action cannot use '{name}': a replay session's llm actions may replay "
+            f"only files beside its own replay (in {folder})"
         )
     if name in context.llm_models:
         return None
@@ -38,6 +49,12 @@ def model_refusal(name: str | None, context: ExecutionContext) -> str | None:
     )
 
 
+def _replay_file(spec: str) -> Path | None:
+    """The file of ``replay:PATH[?query]``, absolute with symlinks resolved (``None``: no path)."""
+    path = spec.removeprefix("replay:").partition("?")[0]
+    return Path(path).expanduser().resolve() if path else None
+
+
 def _model_for(name: str | None, context: ExecutionContext) -> Model:
     current = context.model()
     refusal = model_refusal(name, context)
@@ -45,6 +62,9 @@ def _model_for(name: str | None, context: ExecutionContext) -> Model:
         raise ConfigError(refusal)
     if not name or name == getattr(current, "name", None):
         return current
+    if name.startswith("replay:"):  # open the very file checked, whatever the working directory
+        query = name.partition("?")[1:]
+        name = f"replay:{_replay_file(name)}{''.join(query)}"
     if context.resolve_model is None:
         raise ConfigError(
             f"cannot switch an llm action to model '{name}': no model resolver is installed"

@@ -33,6 +33,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..exceptions import ConfigError, ToolError
 from ..runtime.tools import Tool
+from .child_env import child_environment
 
 __all__ = ["MAX_RESTARTS", "McpError", "McpServer", "McpServerConfig", "tool_name"]
 
@@ -58,6 +59,9 @@ class McpServerConfig:
         ``[program, *args]`` for a stdio server.
     url
         ``http(s)://…`` of a streamable HTTP endpoint.
+    env, pass_env
+        A stdio server's environment: values set, and names (or ``PREFIX*``)
+        of ours passed on; besides them it gets PATH, HOME, LANG… only.
     confirm
         ``True``: every tool needs a human's approval; a list: those tools do.
     timeout
@@ -70,6 +74,7 @@ class McpServerConfig:
     command: list[str] | None = None
     url: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    pass_env: list[str] = field(default_factory=list)
     cwd: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     confirm: bool | list[str] = False
@@ -312,7 +317,10 @@ class McpServer:
             self._errlog_start = self._errlog.tell()
             cwd = str((self.base / config.cwd).resolve()) if config.cwd else None
             params = StdioServerParameters(
-                command=config.command[0], args=config.command[1:], env=config.env, cwd=cwd
+                command=config.command[0],
+                args=config.command[1:],
+                env=child_environment(config.pass_env, config.env),
+                cwd=cwd,
             )
             return stdio_client(params, errlog=self._errlog)
         from mcp.client.streamable_http import streamable_http_client

@@ -15,15 +15,14 @@ call with stderr's tail. State the operations leave in the container
 
 A kernel killed with SIGKILL cannot stop its containers; each carries the
 label ``cortex-kernel.owner=HOST:PID``, and the next Docker relic started on
-that host removes those whose process is gone (:func:`sweep_orphans`).
+that host (or the next Docker tool call) removes those whose process is
+gone (:func:`~.docker.sweep_orphans`, which does the same for tool containers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import socket
 from typing import Any
 
 import anyio
@@ -31,47 +30,19 @@ import anyio.to_thread
 
 from ..exceptions import RelicCrashed, RelicError, ToolError
 from .command import decode_output, tail
-from .docker import LABEL, ContainerSpec, docker_client, remove_container
+from .docker import (
+    LABEL,
+    OWNER_LABEL,
+    ContainerSpec,
+    docker_client,
+    owner,
+    remove_container,
+    sweep_orphans,
+)
 from .images import sandbox_image
 from .relic_base import Relic
 
 __all__ = ["OWNER_LABEL", "DockerRelic", "owner", "sweep_orphans"]
-
-
-#: ``host:pid`` of the process that started a relic's container.
-OWNER_LABEL = f"{LABEL}.owner"
-
-
-def owner() -> str:
-    """This process as :data:`OWNER_LABEL` names it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, someone else's
-        return False
-    return False
-
-
-def sweep_orphans(client: Any) -> int:
-    """Remove relic containers whose kernel died without stopping them (SIGKILL).
-
-    Only containers started from this host by a process that no longer exists;
-    a live kernel's relics are never touched. Returns how many were removed.
-    """
-    host = socket.gethostname()
-    removed = 0
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=relic"}):
-        started_by, _, pid = str(container.labels.get(OWNER_LABEL, "")).rpartition(":")
-        if started_by == host and pid.isdigit() and _dead(int(pid)):
-            with contextlib.suppress(Exception):
-                remove_container(container)
-                removed += 1
-    return removed
 
 
 class DockerRelic(Relic):

@@ -2,7 +2,9 @@
 
 At start a free port is chosen; ``{port}`` in the command (and ``$PORT`` in
 its environment) is that port. The process runs in its own session with its
-output in a log file (its tail is in every start or crash message). It is
+output in a log file (its tail is in every start or crash message) and a
+minimal environment (PATH, HOME, LANG…, the relic's ``pass_env`` and
+``env``: :func:`~.child_env.child_environment`). It is
 ready when ``GET http://127.0.0.1:PORT{health}`` answers 2xx — polled every
 50 ms until ``startup_timeout``: a health check has no event to wait on. An
 operation is ``POST /OPERATION`` with the parameters as a JSON body; a 2xx
@@ -35,6 +37,7 @@ import anyio
 import anyio.to_thread
 
 from ..exceptions import RelicCrashed, RelicError
+from .child_env import child_environment
 from .command import decode_output
 from .relic_base import Relic
 
@@ -78,7 +81,8 @@ class ServerRelic(Relic):
         assert spec.command is not None  # the manifest checked it
         self.port = port = _free_port()
         argv = [part.replace("{port}", str(port)) for part in spec.command]
-        env = {**os.environ, **spec.env, "PORT": str(port)}
+        # Not the kernel's environment: its secrets stay out of the server's reach.
+        env = child_environment(spec.pass_env, {**spec.env, "PORT": str(port)})
         cwd = (self.place.base / spec.cwd).resolve() if spec.cwd else self.place.base
         handle, name = tempfile.mkstemp(prefix=f"cortex-relic-{spec.name}-", suffix=".log")
         self._log_path = Path(name)

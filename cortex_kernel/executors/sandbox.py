@@ -12,6 +12,7 @@ the caller, on purpose, and only when the manifest asks for it).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..exceptions import ToolError
@@ -56,8 +57,13 @@ async def run_code(
     network: bool = False,
     host: str | None = None,
     cwd: str | None = None,
+    pass_env: Iterable[str] = (),
 ) -> Any:
     """Run ``code``; return its stdout (JSON when it is JSON).
+
+    A subprocess gets PATH, HOME, LANG… and the ``pass_env`` names of our
+    environment only (:func:`~.child_env.child_environment`); a container
+    gets none of it.
 
     Raises
     ------
@@ -73,6 +79,7 @@ async def run_code(
             time_limit=time_limit,
             cwd=cwd,
             env={"PYTHONDONTWRITEBYTECODE": "1"},
+            pass_env=pass_env,
             name=name,
         )
     else:

@@ -85,6 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200, _Handler.count)
         elif op == "pid":
             self._answer(200, os.getpid())
+        elif op == "env":
+            self._answer(200, dict(os.environ))
         elif op == "nap":
             time.sleep(float(params.get("seconds", 1)))
             self._answer(200, "rested")

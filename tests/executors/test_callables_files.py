@@ -88,6 +88,16 @@ async def test_paths_that_escape_the_workspace_are_refused(tmp_path: Path) -> No
     assert secret.read_text() == "s3cret" and not (tmp_path / "new.txt").exists()
 
 
+async def test_the_default_workspace_is_a_folder_of_its_own_made_by_the_first_write(
+    tmp_path: Path,
+) -> None:
+    tools = tools_for(base=tmp_path, builtins={"files": {}})
+    assert await tools.get("list_files").call({}) == []  # not made yet: empty, not an error
+    await tools.get("write_file").call({"path": "notes.txt", "content": "hi"})
+    assert (tmp_path / "cortex-workspace" / "notes.txt").read_text() == "hi"
+    assert await tools.get("list_files").call({}) == ["notes.txt"]
+
+
 async def test_read_only_workspace_has_no_write_file(tmp_path: Path) -> None:
     tools = workspace_tools(tmp_path, write=False)
     assert "write_file" not in tools and "read_file" in tools

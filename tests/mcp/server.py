@@ -93,6 +93,12 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool()
+def environ(names: list[str]) -> dict[str, str | None]:
+    """The server's values of these environment variables (null: not set)."""
+    return {name: os.environ.get(name) for name in names}
+
+
 @server.resource("notes://today", description="A short note.")
 def today() -> str:
     """The note a context feed reads."""
