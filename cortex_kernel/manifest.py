@@ -86,11 +86,22 @@ __all__ = [
 SCHEMA_PATH = Path(__file__).with_name("manifest.schema.json")
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
+# A pass_env entry: an environment variable's name, or a prefix ending in *.
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*\*?$"
 _MEMORY = r"^[0-9]+[bkmgBKMG]?$"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _pass_env() -> Any:
+    """The ``pass_env`` field: kernel variables a child process gets besides PATH, HOME…"""
+    return Field(
+        default_factory=list,
+        description="names (or PREFIX*) of the kernel's environment variables to pass on; "
+        "a secret-looking name only when named in full (children get PATH, HOME, LANG… only)",
+    )
 
 
 class ModelSpec(ModelOptions):
@@ -159,7 +170,11 @@ class CommandTool(_ToolBase):
     """A subprocess: parameters as JSON on stdin, or as arguments from ``args``.
 
     ``args`` items are templates: ``{name}`` is replaced by the parameter's
-    value (as one argument, never through a shell).
+    value (as one argument, never through a shell). A value that would start
+    an argument with ``-`` is refused (it would be read as an option), unless
+    ``allow_options`` allows it or an earlier argument is ``--``. The process
+    gets PATH, HOME, LANG… and the ``pass_env`` names of the kernel's
+    environment, plus ``env``; nothing else.
     """
 
     command: list[str] = Field(min_length=1)
@@ -170,6 +185,12 @@ class CommandTool(_ToolBase):
     )
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    pass_env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = _pass_env()
+    allow_options: bool | list[str] = Field(
+        default=False,
+        description="args: a value may start with '-' (true: every parameter; a list: those); "
+        "otherwise refused, as it would be read as an option",
+    )
 
 
 class DockerSpec(_Strict):
@@ -244,6 +265,7 @@ class SandboxBuiltin(_Strict):
     image: str | None = Field(default=None, description="docker sandbox image (default: built)")
     network: bool = False
     confirm: bool | None = None
+    pass_env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = _pass_env()
 
 
 class FilesBuiltin(_Strict):
@@ -359,6 +381,7 @@ class McpServerSpec(_Strict):
     env: dict[str, str] = Field(
         default_factory=dict, description="extra environment (stdio; PATH, HOME… are passed)"
     )
+    pass_env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = _pass_env()
     cwd: str | None = Field(default=None, description="working directory (stdio)")
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers (url)")
     confirm: bool | list[str] = Field(
@@ -407,7 +430,7 @@ class RelicOperation(_Strict):
 
 _RELIC_FIELDS: dict[str, tuple[str, ...]] = {
     "python": ("target", "options"),
-    "server": ("command", "health", "env", "cwd"),
+    "server": ("command", "health", "env", "pass_env", "cwd"),
     "docker": ("docker", "network", "workspace"),
     "sqlite": ("path",),
 }
@@ -452,6 +475,10 @@ class RelicSpec(_Strict):
     )
     health: str = Field(default="/health", pattern=r"^/", description="server: readiness path")
     env: dict[str, str] = Field(default_factory=dict, description="server: extra environment")
+    pass_env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = Field(
+        default_factory=list,
+        description="server: names (or PREFIX*) of the kernel's environment variables to pass on",
+    )
     cwd: str | None = Field(default=None, description="server: working directory")
     docker: DockerSpec | None = Field(default=None, description="docker: image and command")
     network: bool = Field(default=False, description="docker: give the container a network")

@@ -87,7 +87,15 @@ def _declared(
 def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) -> Tool:
     async def call(**parameters: Any) -> Any:
         if spec.args is not None:
-            argv = [*spec.command, *render_args(spec.args, parameters)]
+            argv = [
+                *spec.command,
+                *render_args(
+                    spec.args,
+                    parameters,
+                    allow_options=spec.allow_options,
+                    options_ended="--" in spec.command[1:],
+                ),
+            ]
             stdin = b""
         else:
             argv = list(spec.command)
@@ -99,6 +107,7 @@ def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) ->
             time_limit=spec.timeout,
             cwd=cwd,
             env=spec.env,
+            pass_env=spec.pass_env,
             max_output=max_output,
             name=spec.name,
         )
@@ -107,7 +116,9 @@ def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) ->
     return _declared(spec, f"runs {' '.join(spec.command)}", call, "command", where)
 
 
-def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None) -> Tool:
+def _docker_tool(
+    spec: DockerTool, where: str, workspace: Path, host: str | None, max_output: int
+) -> Tool:
     container = ContainerSpec(
         spec.docker.image,
         spec.docker.command,
@@ -132,6 +143,7 @@ def _docker_tool(spec: DockerTool, where: str, workspace: Path, host: str | None
             time_limit=spec.timeout,
             host=host,
             name=spec.name,
+            max_output=max_output,
         )
         if run.oom_killed:
             raise ToolError(
@@ -207,6 +219,7 @@ def _code_tool(
                 network=spec.network,
                 host=host,
                 cwd=str(base) if spec.sandbox == "subprocess" else None,
+                pass_env=spec.pass_env,
             )
 
         description = (
@@ -323,7 +336,7 @@ def build_tools(
         elif isinstance(spec, CommandTool):
             made = _command_tool(spec, where, root, settings.max_output_bytes)
         else:
-            made = _docker_tool(spec, where, workspace_dir, host)
+            made = _docker_tool(spec, where, workspace_dir, host, settings.max_output_bytes)
             if spec.network and agent.confirm.network:
                 made.confirm = True
         tools.add(made)

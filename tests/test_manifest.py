@@ -88,7 +88,8 @@ def test_yaml_error_names_file_line_field_and_what_is_allowed(tmp_path: Path) ->
     text = message(write(tmp_path, "bad.yaml", bad))
     path = tmp_path / "bad.yaml"
     assert f"{path}:4: protocol: Input should be 'xml' or 'tools'" in text
-    assert f"{path}:10: tools[1].retry: unknown field; allowed here: args, command," in text
+    allowed = "allowed here: allow_options, args, command,"
+    assert f"{path}:10: tools[1].retry: unknown field; {allowed}" in text
     assert "Traceback" not in text
 
 
