@@ -6,6 +6,13 @@ Model output never picks another provider (spending the user's keys) or a
 allowed only when the session's own model is a replay (offline examples),
 and only for files beside that replay (in its folder, symlinks resolved).
 A refused path gets the same message whether or not the file exists.
+
+The tokens of the call are the run's (``limits.max_tokens``): before it
+starts, the action holds its prompt plus the most it may write, which is
+sent as the completion's ``max_tokens``, cut to what is left of the run's
+budget (see :meth:`~cortex_kernel.runtime.limits.Budget.reserve_tokens`).
+With nothing left the action is refused; what it used is charged when it
+ends, cancelled or not.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 from ..exceptions import ConfigError
 from ..protocol.models import Action
 from ..runtime.ports import CompletionRequest, ExecutionContext, Executor, Message, Model
+from ..runtime.run_events import Usage
 
 __all__ = ["LLMExecutor"]
 
@@ -96,8 +104,48 @@ class LLMExecutor(Executor):
         model = _model_for(
             body.get("model") if isinstance(body.get("model"), str) else None, context
         )
+        request = CompletionRequest(messages=messages)
         parts: list[str] = []
-        async with model.stream(CompletionRequest(messages=messages)) as completion:
-            async for chunk in completion:
-                parts.append(chunk)
+        if context.budget is None:
+            async with model.stream(request) as completion:
+                async for chunk in completion:
+                    parts.append(chunk)
+            return "".join(parts)
+        grant = await context.budget.reserve_tokens(
+            _prompt_tokens(model, messages), _own_cap(model)
+        )
+        if grant.cap is not None:
+            request.options["max_tokens"] = grant.cap
+        usage = Usage()
+        try:
+            async with model.stream(request) as completion:
+                try:
+                    async for chunk in completion:
+                        parts.append(chunk)
+                finally:
+                    usage = completion.usage  # what was read, when cut short
+            usage = completion.usage  # final figures once the stream is closed
+        finally:
+            # Reached a limit? The run ends there; this call's text is still its result.
+            grant.settle(usage)
         return "".join(parts)
+
+
+def _prompt_tokens(model: Model, messages: list[Message]) -> int:
+    """The prompt's tokens: the model's own count, else about 4 characters a token."""
+    count = getattr(model, "count_tokens", None)
+    if callable(count):
+        try:
+            counted = int(count(messages=messages))
+        except Exception:  # an estimate only: never fail the call over it
+            counted = 0
+        if counted > 0:
+            return counted
+    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+
+
+def _own_cap(model: Model) -> int | None:
+    """The completion's ``max_tokens`` among the model's options, if any."""
+    options = getattr(model, "options", None)
+    value = options.get("max_tokens") if isinstance(options, dict) else None
+    return value if isinstance(value, int) and value > 0 else None

@@ -8,7 +8,10 @@ as a prefix of its action ids (``critic/a1``), so the transcript holds the
 whole tree and the view draws the nested run as a subtree. The nested run is
 awaited inside the action, so cancelling the parent (an interrupt, a limit)
 cancels it too. Nesting stops at the ``limits.max_depth`` of the cell's
-agent (a sub-agent's own limit may only lower it).
+agent (a sub-agent's own limit may only lower it). The nested run keeps its
+own limits and also spends the calling run's budget: every action it
+submits and every token it uses count against the caller's ``max_actions``
+and ``max_tokens``, and the caller's run ends at its limit when they run out.
 """
 
 from __future__ import annotations
@@ -79,7 +82,14 @@ class AgentExecutor(Executor):
 
         # The action owns the sub-agent's session: its background work ends with the action.
         async with session:
-            result = await session.run(message, on_event=forward, depth=context.depth + 1)
+            # Its actions and tokens count against this run's limits too.
+            result = await session.run(
+                message,
+                on_event=forward,
+                depth=context.depth + 1,
+                budget=context.budget,
+                caller=action.id,
+            )
         if result.status not in ("ok", "incomplete"):
             raise ActionError(
                 f"sub-agent '{name}' ended with status {result.status}: "

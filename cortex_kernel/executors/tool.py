@@ -118,7 +118,14 @@ class ToolExecutor(Executor):
         context: ExecutionContext,
     ) -> Any:
         if backend is None:
-            return await tool.invoke(arguments)
+            budget = context.budget
+            if budget is None or tool.kind != "python":
+                return await tool.invoke(arguments)
+            # Named in the run's report: an interrupt cannot stop this thread.
+            what = f"tool '{tool.name}': a sync function's thread cannot be stopped"
+            return await tool.invoke(
+                arguments, on_abandon=lambda: budget.note_unstopped(action_id, what)
+            )
         placements = 0
 
         def report(where: str, moved_from: str | None) -> None:

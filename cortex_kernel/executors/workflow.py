@@ -9,7 +9,8 @@ under the action (``parent`` set, ids prefixed ``ACTION/step``) so the view
 draws the workflow as a subtree. The result is a mapping of the outputs the
 workflow names (default: the steps nothing depends on) to their values. A
 failing step fails the workflow with the step named; a workflow may not call
-itself, directly or through another workflow.
+itself, directly or through another workflow. Every step counts against the
+run's ``max_actions``, and an ``llm`` step's tokens against its ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class WorkflowExecutor(Executor):
         missing = sorted(key for key, value in params.items() if value is None)
         if missing:
             raise ActionError(f"workflow '{spec.name}' needs the parameter(s) {', '.join(missing)}")
+        if context.budget is not None:
+            for _ in spec.steps:  # each step is an action of the run (limits.max_actions)
+                refused = context.budget.take_action()
+                if refused is not None:
+                    raise ActionError(f"workflow '{spec.name}' not started: {refused}")
         store = VariableStore()
         store.values.update(params)  # $param; steps' results go to $step (by id)
         token = _ACTIVE.set((*active, spec.name))

@@ -3,7 +3,8 @@
 ``jupyter console`` asks the kernel whether what was typed is a whole cell.
 A message is complete at Enter unless it is inside a code fence or an open
 tag (``<action …`` not yet closed, ``<thought>`` without ``</thought>``);
-a ``%%python`` cell is complete when its Python is, as IPython decides it;
+a ``%%python`` cell continues until a blank line, as IPython's cell magics do
+in a terminal (a function's second line is not a message to the agent);
 line magics and comments are complete.
 """
 
@@ -59,7 +60,8 @@ def is_complete(code: str, python: PythonCheck) -> dict[str, str]:
     code
         What the user typed so far.
     python
-        IPython's check for Python (``check_complete``): ``(status, indent)``.
+        IPython's check for Python (``check_complete``): ``(status, indent)``,
+        used for the indent of a ``%%python`` cell's next line.
     """
     lines = code.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
@@ -68,13 +70,16 @@ def is_complete(code: str, python: PythonCheck) -> dict[str, str]:
     head = lines[first].strip()
     body = "\n".join(lines[first + 1 :])
     if head == "%%python" or head.startswith("%%python "):
-        if not body.strip():
-            return {"status": "incomplete", "indent": ""}
-        status, indent = python(body)
-        reply = {"status": status}
-        if status == "incomplete":
-            reply["indent"] = " " * (indent or 0)
-        return reply
+        if body.strip() and not lines[-1].strip():
+            return {"status": "complete"}
+        # Python's own check only picks the next line's indent: a block of
+        # complete statements still continues, and an invalid one shows its
+        # SyntaxError when run.
+        status, indent = python(body) if body.strip() else ("complete", None)
+        return {
+            "status": "incomplete",
+            "indent": " " * (indent or 0) if status == "incomplete" else "",
+        }
     if head.startswith("%%"):
         # %%agent, %%time, %%capture…: the body is a message.
         if not body.strip():

@@ -92,7 +92,8 @@ class CortexKernel(IPythonKernel):
     def do_is_complete(self, code: str) -> dict[str, str]:  # type: ignore[override]
         """A message is complete at Enter unless inside a fence or an open tag.
 
-        ``%%python`` cells are checked as Python, by IPython's own rules.
+        A ``%%python`` cell continues until a blank line, as IPython's cell
+        magics do in a terminal.
         """
         self._terminal_sessions.add(self._parent_session())
         assert self.shell is not None

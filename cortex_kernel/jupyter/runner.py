@@ -473,8 +473,10 @@ class AgentRunner:
             self.shell.user_ns["_run"] = result
             self.shell.user_ns["_response"] = result.answer
         if result is None or scope.cancelled_caught or result.status == "cancelled":
+            stuck = result.unstopped if result is not None else []
             raise RunInterrupted(
-                "Run interrupted: running actions were cancelled; the kernel is ready.",
+                "Run interrupted: running actions were cancelled; the kernel is ready."
+                + (f" Could not be stopped, still running: {', '.join(stuck)}." if stuck else ""),
                 result=result,
             )
         if result.status == "limit":

@@ -8,7 +8,15 @@ the same step, so actions start while the model is still writing. The
 actions themselves run in the run's task group (``fire_and_forget`` ones in
 the session's background group). The whole run sits inside a
 ``move_on_after(wall_time)`` scope, so a wall-time limit is plain
-cancellation too.
+cancellation too; ``fire_and_forget`` actions get the same deadline.
+
+What the run consumes is counted in its :class:`~.limits.Budget`: its
+turns, its actions, the tokens of its ``llm`` actions and everything its
+sub-agents do (their budgets charge this one). A limit reached anywhere in
+that tree ends the run with status ``limit``. A run that ends at a limit or
+is cancelled (an interrupt) cancels its ``fire_and_forget`` actions too and
+names in its message any work that could not be stopped (a sync tool's
+thread).
 
 Conversation state is committed a whole turn at a time: a turn's messages
 (the results that opened it and the assistant text) are appended only once
@@ -56,7 +64,7 @@ from .drift import (
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import FeedRegistry
-from .limits import Limits, result_budget_chars, usage_limit_message
+from .limits import Budget, Limits, result_budget_chars
 from .ports import (
     CompletionRequest,
     ExecutionContext,
@@ -190,6 +198,10 @@ class RunContext:
     notices
         Warnings from before the run (an MCP server restarted since the last
         run): each becomes a ``warning`` event right after ``run_started``.
+    parent_budget, caller
+        For a nested run (a sub-agent's): the calling run's budget, which this
+        run's actions and tokens are charged to as well, and the id of the
+        action that called it.
     """
 
     model: Model
@@ -214,6 +226,13 @@ class RunContext:
     depth: int = 0
     catalog: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     notices: tuple[str, ...] = ()
+    parent_budget: Budget | None = None
+    caller: str | None = None
+
+
+#: Seconds cancelled fire_and_forget actions get to unwind before the run's
+#: report names those still running.
+UNWIND_GRACE = 2.0
 
 
 class Run:
@@ -246,9 +265,8 @@ class Run:
         self.model = context.model
         self.events: list[AnyEvent] = []
         self.messages: list[Message] = []  # complete turns of this run, committed
-        self.usage = Usage()
+        self.budget = Budget(context.limits, parent=context.parent_budget, caller=context.caller)
         self.ids = IdAllocator()
-        self.actions_submitted = 0
         self.failures = RepeatedFailures()
         self.last_thought = ""
         self.scheduler: Scheduler | None = None
@@ -268,6 +286,11 @@ class Run:
                 self.transcript = TranscriptWriter(transcript)
             except OSError as exc:
                 log.warning("cannot write transcript %s: %s", transcript, exc)
+
+    @property
+    def usage(self) -> Usage:
+        """What the run consumed so far: its turns, ``llm`` actions and sub-agents."""
+        return self.budget.usage
 
     # ---------------------------------------------------------------- events
 
@@ -310,6 +333,7 @@ class Run:
         message = ""
         answer = ""
         context = self.context
+        self.budget.start(anyio.current_time())
         try:
             async with anyio.create_task_group() as tg:
                 executors = ExecutorSet(
@@ -327,6 +351,7 @@ class Run:
                         feeds=context.feeds,
                         clear_context=self._clear_context,
                         depth=context.depth,
+                        budget=self.budget,
                     ),
                 )
                 self.scheduler = Scheduler(
@@ -340,6 +365,7 @@ class Run:
                     action_timeout=self.limits.action_timeout,
                     background=context.background,
                 )
+                self.scheduler.deadline = self.budget.deadline
                 context.track(self.scheduler)
                 self.feeds.start(tg, executors)
                 with anyio.move_on_after(self.limits.wall_time) as wall:
@@ -364,26 +390,50 @@ class Run:
                 reason = (
                     "run finished" if status in ("ok", "incomplete") else f"run ended: {message}"
                 )
-                self.scheduler.cancel_all(reason)
+                # A run stopped by a limit stops everything it started: its
+                # fire_and_forget actions spend the same budget.
+                self.scheduler.cancel_all(reason, background=status == "limit")
                 tg.cancel_scope.cancel()
+            if status == "limit":
+                await self._unwind_background()
         except anyio.get_cancelled_exc_class():
-            # Synchronous cleanup (nothing here awaits, so nothing needs a shield):
-            # settle every action as cancelled, report, write the transcript.
+            # Settle every action as cancelled (fire_and_forget ones too: an
+            # interrupt stops all the run started), report, write the transcript.
             if self.scheduler is not None:
-                self.scheduler.cancel_all("run cancelled")
+                self.scheduler.cancel_all("run cancelled", background=True)
+                with anyio.CancelScope(shield=True):
+                    await self._unwind_background()
             # Committed (the session keeps it as last_result): the caller sees
             # the cancellation, not a result.
             self._finish("cancelled", "the run was cancelled", "")
             raise
         return self._finish(status, message, answer)
 
-    def _finish(self, status: RunStatus, message: str, answer: str) -> RunResult:
-        answer, message = self.redactor.text(answer), self.redactor.text(message)
-        self.usage = self.usage.model_copy(update={"seconds": self.clock()})
-        self.emit(
-            RunFinished(
-                t=self.clock(), status=status, answer=answer, message=message, usage=self.usage
+    async def _unwind_background(self) -> None:
+        """Give cancelled ``fire_and_forget`` actions a moment to unwind.
+
+        So that the run's report can name what could not be stopped: a sync
+        tool's thread (noted by the tool executor), or an action still running
+        after :data:`UNWIND_GRACE` seconds.
+        """
+        if self.scheduler is None:
+            return
+        with anyio.move_on_after(UNWIND_GRACE):
+            for node in self.scheduler.unsettled_background():
+                await node.wait()
+        for node in self.scheduler.unsettled_background():
+            self.budget.note_unstopped(
+                node.id, f"still running {UNWIND_GRACE:g} s after it was cancelled"
             )
+
+    def _finish(self, status: RunStatus, message: str, answer: str) -> RunResult:
+        unstopped = list(self.budget.unstopped)
+        if unstopped and status not in ("ok", "incomplete"):
+            message += "; could not be stopped and may still run: " + ", ".join(unstopped)
+        answer, message = self.redactor.text(answer), self.redactor.text(message)
+        usage = self.budget.usage.model_copy(update={"seconds": self.clock()})
+        self.emit(
+            RunFinished(t=self.clock(), status=status, answer=answer, message=message, usage=usage)
         )
         if self.transcript is not None:
             self.transcript.close()
@@ -392,10 +442,11 @@ class Run:
             status=status,
             answer=answer,
             message=message,
-            usage=self.usage,
+            usage=usage,
             variables=dict(self.context.variables.bound_in_run),
             transcript=self._transcript_path,
             events=self.events,
+            unstopped=[self.redactor.text(item) for item in unstopped],
         )
         self.context.commit(self, result)
         return result
@@ -408,13 +459,11 @@ class Run:
         repair = False  # the next turn is the one repair turn (no final answer yet)
         repaired = False
         while True:
-            if self._turn >= self.limits.max_turns:
-                return (
-                    "limit",
-                    f"turn limit reached: {self.limits.max_turns} turns (limits.max_turns)",
-                    last_progress,
-                )
-            exceeded = usage_limit_message(self.limits, self.usage)
+            exceeded = (
+                f"turn limit reached: {self.limits.max_turns} turns (limits.max_turns)"
+                if self._turn >= self.limits.max_turns
+                else self.budget.over()
+            )
             if exceeded:
                 return "limit", exceeded, last_progress
             self._turn += 1
@@ -425,9 +474,7 @@ class Run:
             self.messages.extend(opening)
             self.messages.append(self._assistant_message(turn))
             scheduler.end_turn()
-            if turn.limit is not None:
-                return "limit", turn.limit, last_progress
-            exceeded = usage_limit_message(self.limits, self.usage)
+            exceeded = turn.limit or self.budget.over()
             if exceeded:
                 return "limit", exceeded, last_progress
             if turn.progress is not None:
@@ -437,12 +484,18 @@ class Run:
                 self.last_thought = thought
             if turn.final is not None and turn.final.strip():
                 await scheduler.wait_all()
+                exceeded = self.budget.over()  # spent by the actions just awaited
+                if exceeded:
+                    return "limit", exceeded, last_progress
                 return self._answer(turn.final)
             if turn.cut_by is not None:
                 await scheduler.wait([turn.cut_by])
             elif scheduler.pending:
                 await scheduler.wait_all()
             settled = scheduler.take_settled()
+            exceeded = self.budget.over()  # before "stuck": actions refused at a limit repeat
+            if exceeded:
+                return "limit", exceeded, last_progress
             stuck = self._note_failures(turn, settled)
             if stuck is not None:
                 return "stuck", stuck, last_progress
@@ -591,7 +644,7 @@ class Run:
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="error", usage=turn.usage))
             return turn
         turn.usage = turn.usage.model_copy(update={"turns": 1})
-        self.usage = self.usage + turn.usage
+        self.budget.charge(turn.usage)
         text = "".join(chunks)
         turn.text = text if cut_at is None else text[:cut_at]
         turn.reason = "sync_action" if turn.cut_by is not None else "stream_end"
@@ -629,13 +682,10 @@ class Run:
             elif isinstance(event, ActionParsed):
                 start = turn.spans.get(event.action.id, event.span)[0]
                 turn.spans[event.action.id] = (start, event.span[1])
-                if self.actions_submitted >= self.limits.max_actions:
-                    turn.limit = (
-                        f"action limit reached: {self.limits.max_actions} actions in this run "
-                        "(limits.max_actions)"
-                    )
+                refused = self.budget.take_action()  # this run's and every caller's
+                if refused is not None:
+                    turn.limit = refused
                     return None
-                self.actions_submitted += 1
                 node = self.scheduler.submit(event.action)
                 if node is None:
                     continue

@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..exceptions import ConfigError, UnknownActionError
 from ..protocol.models import Action, ActionType
 from .feeds import FeedRegistry
+from .limits import Budget
 from .run_events import Usage
 from .tools import Tool, ToolRegistry
 from .variables import VariableStore
@@ -300,6 +301,9 @@ class ExecutionContext:
     dispatch, validate
         The run's own :meth:`ExecutorSet.execute` and :meth:`ExecutorSet.check`
         (a workflow runs its steps through them).
+    budget
+        What the run has consumed (``None``: no limits are counted): ``llm``
+        actions charge their tokens, sub-agents and workflows their actions.
     """
 
     tools: ToolRegistry
@@ -316,6 +320,7 @@ class ExecutionContext:
     dispatch: Callable[[Action, dict[str, Any]], Awaitable[Any]] | None = None
     validate: Callable[[Action], str | None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    budget: Budget | None = None
 
 
 class Executor(ABC):

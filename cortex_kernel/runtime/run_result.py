@@ -33,6 +33,9 @@ class RunResult:
         The JSONL transcript, when one was written.
     events
         Every event of the run, in order.
+    unstopped
+        Work the run started that was cancelled but could not be stopped (a
+        sync tool's thread), as ``"ID (what)"``; its message names them too.
     """
 
     run_id: str
@@ -43,3 +46,4 @@ class RunResult:
     variables: dict[str, Any]
     transcript: Path | None
     events: list[AnyEvent] = field(default_factory=list)
+    unstopped: list[str] = field(default_factory=list)

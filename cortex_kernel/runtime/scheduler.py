@@ -15,7 +15,10 @@ wake-up), or queues it when every worker is busy.
 
 Each action runs in its own cancel scope inside the run's task group (or, for
 ``fire_and_forget``, inside a longer-lived background task group), so a
-timeout, a cancelled run or an interrupt is plain anyio cancellation. Every
+timeout, a cancelled run or an interrupt is plain anyio cancellation.
+``fire_and_forget`` actions hold a ``max_parallel`` slot like the others
+(awaited actions wait for one while they are all taken), and their scope
+ends at the run's wall-time deadline even when they outlive the run. Every
 exception raised by an action is caught at the node and becomes
 ``action_failed``; a failure, a cancellation or a rejection skips the
 dependents with the reason, so nothing ever waits forever.
@@ -78,8 +81,24 @@ Execute = Callable[[Action, dict[str, Any]], Awaitable[Any]]
 Emit = Callable[[RuntimeEvent | ParserEvent], None]
 
 
+#: Why a ``fire_and_forget`` action was cancelled at the run's deadline.
+WALL_TIME_CANCEL = (
+    "wall time limit reached: a fire_and_forget action ends with its run's limits.wall_time"
+)
+
+
 class _Failure(Exception):
     """An action failed for good; the message is what the model reads."""
+
+
+class _SlotWaiter:
+    """An action waiting for a ``max_parallel`` slot; ``granted``: it was handed one."""
+
+    __slots__ = ("event", "granted")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.granted = False
 
 
 class Scheduler:
@@ -100,7 +119,7 @@ class Scheduler:
     clock
         Seconds for the ``t`` of events (since the run started).
     max_parallel
-        Most actions running at once.
+        Most actions running at once, ``fire_and_forget`` ones included.
     background
         Task group for ``fire_and_forget`` actions, which may outlive the run;
         ``None`` runs them in ``task_group``.
@@ -110,6 +129,12 @@ class Scheduler:
     retry_base, retry_cap
         Backoff before retry ``k`` is ``min(cap, base * 2**(k-1))`` times a
         random factor in [0.5, 1.5).
+
+    Attributes
+    ----------
+    deadline
+        When ``fire_and_forget`` actions are cancelled (anyio's clock): the
+        run's wall time, which they may not outlive (``None``: no deadline).
     """
 
     def __init__(
@@ -135,6 +160,12 @@ class Scheduler:
         self._clock = clock
         self._validate = validate
         self._max_parallel = max(1, max_parallel)
+        self.deadline: float | None = None
+        # Actions holding a max_parallel slot, and who waits for one. Workers
+        # never outnumber the slots, so only fire_and_forget actions (which
+        # run in tasks of their own) can make anyone wait.
+        self._running = 0
+        self._slot_waiters: deque[_SlotWaiter] = deque()
         self._queue: deque[ActionNode] = deque()
         # Idle workers, each parked on a slot that takes the node it runs next.
         self._parked: deque[Slot] = deque()
@@ -368,7 +399,37 @@ class Scheduler:
             if node.state is NodeState.RUNNING and node.scope is not None:
                 node.scope.cancel()
             else:
+                if node.scope is not None and not node.awaited:
+                    node.scope.cancel()  # its task may be waiting for a slot
                 self._settle(node, NodeState.CANCELLED, reason=reason)
+
+    def unsettled_background(self) -> list[ActionNode]:
+        """The ``fire_and_forget`` actions that have not settled yet."""
+        return [n for n in self.nodes.values() if not n.awaited and not n.terminal]
+
+    # ------------------------------------------------------------------ slots
+
+    async def _wait_slot(self) -> None:
+        """Wait for a ``max_parallel`` slot; return holding it."""
+        waiter = _SlotWaiter()
+        self._slot_waiters.append(waiter)
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            if waiter.granted:
+                self._release_slot()  # handed over as we were cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._slot_waiters.remove(waiter)
+            raise
+
+    def _release_slot(self) -> None:
+        if self._slot_waiters:
+            waiter = self._slot_waiters.popleft()
+            waiter.granted = True  # the slot goes straight to the first waiter
+            waiter.event.set()
+        else:
+            self._running -= 1
 
     # -------------------------------------------------------------- execution
 
@@ -424,6 +485,7 @@ class Scheduler:
                 node: ActionNode | None = None
                 failure: str | None = None
                 result: Any = None
+                held = False  # a max_parallel slot
                 try:
                     with scope:
                         if self._queue:
@@ -461,6 +523,15 @@ class Scheduler:
                         if node is None or node.state is not READY:
                             node = None  # woken to leave, or cancelled while it waited
                             continue
+                        if self._running < self._max_parallel and not self._slot_waiters:
+                            self._running += 1
+                        else:  # fire_and_forget actions hold the slots
+                            await self._wait_slot()
+                            if node.state is not READY:  # cancelled while it waited
+                                self._release_slot()
+                                node = None
+                                continue
+                        held = True
                         node.scope = scope
                         node.state = RUNNING
                         node.started_at = _now()
@@ -492,35 +563,54 @@ class Scheduler:
                 except anyio.get_cancelled_exc_class():
                     # Cancelled from outside the node's own scope: the whole
                     # group is going down, so dependents are cancelled too.
+                    if held:
+                        self._release_slot()
                     if node is not None:
                         self._closing = True
                         if not node.terminal:
                             self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
                     raise
+                if held:
+                    self._release_slot()
                 if node is not None:
                     self._finish(node, scope, result, failure)
         finally:
             self._workers -= 1
 
     async def _run_node(self, node: ActionNode) -> None:
-        """Run a ``fire_and_forget`` action in its own task."""
+        """Run a ``fire_and_forget`` action in its own task, once it has a slot."""
         if node.state is not NodeState.READY:
             return  # cancelled before it started
+        scope = node.scope if node.scope is not None else anyio.CancelScope()
+        node.scope = scope
+        if self.deadline is not None:
+            # It may outlive the run, not the run's wall time.
+            scope.deadline = min(scope.deadline, self.deadline)
+        held = False
         try:
-            node.state = NodeState.RUNNING
-            node.started_at = _now()
-            self._emit(started_event(node.id, self._clock()))
-            scope = node.scope if node.scope is not None else anyio.CancelScope()
-            node.scope = scope
             failure: str | None = None
             result: Any = None
             with scope:
-                try:
-                    result = await self._attempts(node)
-                except _Failure as exc:
-                    failure = str(exc)
-                except Exception as exc:  # defensive: _attempts maps errors already
-                    failure = _describe(exc)
+                if self._running < self._max_parallel and not self._slot_waiters:
+                    self._running += 1
+                else:
+                    await self._wait_slot()
+                held = True
+                if node.state is NodeState.READY:  # not cancelled while it waited
+                    node.state = NodeState.RUNNING
+                    node.started_at = _now()
+                    self._emit(started_event(node.id, self._clock()))
+                    try:
+                        result = await self._attempts(node)
+                    except _Failure as exc:
+                        failure = str(exc)
+                    except Exception as exc:  # defensive: _attempts maps errors already
+                        failure = _describe(exc)
+            if held:
+                held = False
+                self._release_slot()
+            if scope.cancel_called and self._past_deadline() and not node.terminal:
+                self._settle(node, NodeState.CANCELLED, reason=WALL_TIME_CANCEL)
             self._finish(node, scope, result, failure)
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside the node's own scope: the whole group is
@@ -529,6 +619,12 @@ class Scheduler:
             if not node.terminal:
                 self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
             raise
+        finally:
+            if held:
+                self._release_slot()
+
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and anyio.current_time() >= self.deadline
 
     def _finish(
         self, node: ActionNode, scope: anyio.CancelScope, result: Any, failure: str | None

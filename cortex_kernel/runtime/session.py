@@ -9,8 +9,8 @@ The owner of a session holds its background task group: ``async with
 session:`` opens it, leaving the block closes it (structured concurrency —
 the session starts no task of its own). Inside the block:
 
-- ``fire_and_forget`` actions may outlive their run: they run in the
-  session's group, and :meth:`Session.drain` waits for them;
+- ``fire_and_forget`` actions may outlive their run (not its wall time): they
+  run in the session's group, and :meth:`Session.drain` waits for them;
 - tool sources (MCP servers) keep their server hosts there between runs;
 - long-lived services of the session (relics, periodic feeds) are started
   with ``session.background.start_soon(...)`` (or ``await
@@ -47,7 +47,7 @@ from anyio.abc import TaskGroup
 
 from ..protocol.models import ActionType
 from .feeds import FeedRegistry
-from .limits import Limits
+from .limits import Budget, Limits
 from .loop import Run, RunContext, prior_messages
 from .ports import (
     Executor,
@@ -179,6 +179,8 @@ class Session:
         key: str | None = None,
         on_event: Callable[[AnyEvent], None] | None = None,
         depth: int = 0,
+        budget: Budget | None = None,
+        caller: str | None = None,
     ) -> RunResult:
         """Run ``message`` through the agent loop.
 
@@ -193,6 +195,11 @@ class Session:
             Called synchronously with every event; its exceptions are logged.
         depth
             Nesting depth (an ``agent`` action's run is one deeper than its parent).
+        budget, caller
+            For a nested run: the calling run's budget and the id of the
+            calling action. The nested run's actions and tokens count against
+            the caller's limits too, and it runs no more actions at once than
+            the caller may.
 
         Returns
         -------
@@ -210,6 +217,9 @@ class Session:
         folder = (
             self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
         )
+        limits = self.limits.model_copy()
+        if budget is not None:
+            limits.max_parallel = min(limits.max_parallel, budget.limits.max_parallel)
         context = RunContext(
             model=self.model,
             prompt=self.prompt,
@@ -217,7 +227,7 @@ class Session:
             tools=self.tools,
             variables=self.variables_store,
             executors=self.executors,
-            limits=self.limits.model_copy(),
+            limits=limits,
             allowed_internal=self.allowed_internal,
             llm_models=self.llm_models,
             resolve_model=self.resolve_model,
@@ -233,6 +243,8 @@ class Session:
             depth=depth,
             catalog=self.catalog,
             notices=tuple(notices),
+            parent_budget=budget,
+            caller=caller,
         )
         run = Run(
             context,

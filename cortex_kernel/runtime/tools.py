@@ -111,12 +111,18 @@ class Tool:
         """Validate ``arguments`` and run the tool."""
         return await self.invoke(self.validate(arguments))
 
-    async def invoke(self, kwargs: dict[str, Any]) -> Any:
-        """Run the tool with already validated arguments."""
+    async def invoke(
+        self, kwargs: dict[str, Any], on_abandon: Callable[[], None] | None = None
+    ) -> Any:
+        """Run the tool with already validated arguments.
+
+        ``on_abandon`` is called when a sync tool's call is cancelled while
+        its thread still runs (Python cannot stop it).
+        """
         if self.is_async:
             return await self.function(**kwargs)
         # abandon_on_cancel: an interrupted run must not wait for a slow thread.
-        result = await _run_in_thread(lambda: self.function(**kwargs))
+        result = await _run_in_thread(lambda: self.function(**kwargs), on_abandon)
         if inspect.isawaitable(result):
             return await result
         return result
@@ -143,7 +149,9 @@ def abandoned_threads() -> int:
     return ABANDONED.running
 
 
-async def _run_in_thread(work: Callable[[], Any]) -> Any:
+async def _run_in_thread(
+    work: Callable[[], Any], on_abandon: Callable[[], None] | None = None
+) -> Any:
     state = {"done": False, "abandoned": False}
 
     def run() -> Any:
@@ -163,6 +171,8 @@ async def _run_in_thread(work: Callable[[], Any]) -> Any:
                 state["abandoned"] = True
                 ABANDONED.running += 1
                 ABANDONED.total += 1
+        if state["abandoned"] and on_abandon is not None:
+            on_abandon()
         raise
 
 

@@ -1,7 +1,7 @@
 """Other clients: ``jupyter console`` under a pty, papermill.
 
 The console: Enter runs a message unless it is inside a fence or an open
-tag, ``%%python`` cells continue until they are complete Python, the run's
+tag, ``%%python`` cells continue until a blank line, the run's
 plain-text view updates as it streams and ends with the final state, and
 ``exit`` leaves as in IPython. papermill: parameters become a ``%%python``
 cell, and a relative replay path resolves next to the notebook wherever
@@ -59,7 +59,7 @@ def test_console_runs_messages_python_cells_and_exits(
         child.expect(r"Cortex run \[ok\]")
         child.expect("The answer is 42")
         child.expect(PROMPT)
-        # %%python continues until the Python is complete (and no kernel crash).
+        # %%python continues until a blank line (and no kernel crash).
         child.sendline("%%python")
         child.expect(MORE)
         child.sendline("for i in range(2):")
@@ -87,6 +87,42 @@ def test_console_runs_messages_python_cells_and_exits(
         child.close(force=True)
 
 
+def test_console_python_cell_continues_until_blank_line(
+    cortex_kernelspec: str, replay_dir: Path, tmp_path: Path
+) -> None:
+    child = _console(replay_dir, tmp_path)
+    try:
+        # Complete statements do not end the cell (they did: "y = …" went to the agent).
+        child.sendline("%%python")
+        child.expect(MORE)
+        for line in ("x = 1", "y = 20", "print('sum', x + y)"):
+            child.sendline(line)
+            child.expect(MORE)
+        child.sendline("")
+        child.expect("sum 21")
+        child.expect(PROMPT)
+        # A function's body stays in the cell; the console indents it.
+        child.sendline("%%python")
+        child.expect(MORE)
+        child.sendline("def f():")
+        child.expect(MORE)
+        child.sendline("z = x + y")
+        child.expect(MORE)
+        child.sendline("return z * 2")
+        child.expect(MORE)
+        child.sendline("")
+        child.expect(PROMPT)
+        child.sendline("%%python")
+        child.expect(MORE)
+        child.sendline("print('twice', f())")
+        child.expect(MORE)
+        child.sendline("")
+        child.expect("twice 42")
+        child.expect(PROMPT)
+    finally:
+        child.close(force=True)
+
+
 def pexpect_eof() -> Any:
     import pexpect
 
@@ -106,7 +142,11 @@ def test_is_complete_for_message_and_python_cells(
         "a < b and c > d": "complete",
         "%%python": "incomplete",
         "%%python\nfor i in range(3):": "incomplete",
-        "%%python\nx = 1": "complete",
+        # A %%python cell continues until a blank line, as IPython's cell magics.
+        "%%python\nx = 1": "incomplete",
+        "%%python\nx = 1\ny = 2": "incomplete",
+        "%%python\nx = 1\ny = 2\n": "complete",
+        "%%python\ndef f():\n    return 1\n    ": "complete",
         "%%python\nx = (": "incomplete",
         "%model": "complete",
         "": "complete",
