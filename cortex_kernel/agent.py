@@ -249,7 +249,9 @@ def _compose(
     if spec.relics:
         _relics(session, spec, source, base, relics)
     if feeds is None:
-        feeds = FeedRegistry(spec.context_feeds, count_tokens=_count_tokens)
+        feeds = FeedRegistry(
+            spec.context_feeds, sources=spec.feed_sources, count_tokens=_count_tokens
+        )
     session.feeds = feeds
     session.approver = approver
     return session

@@ -66,6 +66,7 @@ __all__ = [
     "DockerTool",
     "ExecutorSettings",
     "ExecutorSpec",
+    "FeedSourceSpec",
     "FeedSpec",
     "FilesBuiltin",
     "LimitsSpec",
@@ -653,6 +654,30 @@ class AgentManifest(_Strict):
     Sub-agents, relics, workflows and context feeds are checked here and run
     by the executors the composition root installs.
     """
+class FeedSourceSpec(_Strict):
+    """A named feed source: one that model output may choose, by its name.
+
+    A feed the model declares (``add_context_feed``, ``update_context_feed``,
+    ``<context_feed>``) names one of these (or a harmless built-in,
+    ``system_clock`` or ``run_status``); it can never write a source itself,
+    so what runs is always what the manifest or the user declared. ``source``
+    is written as a feed's (``{callable: …}``, ``{tool: …, parameters: …}``…).
+    """
+
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    source: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _valid_source(self) -> FeedSourceSpec:
+        try:
+            FeedSpec(id=self.name, source=self.source)
+        except ValidationError as exc:
+            message = str(exc.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"feed source '{self.name}': {message}") from None
+        return self
+
+
 
     name: str = Field(default="cortex", pattern=_NAME)
     description: str = ""
@@ -690,6 +715,11 @@ class AgentManifest(_Strict):
     def _model_string(cls, value: Any) -> Any:
         # `model: openai/gpt-4o` is the common case; the mapping form adds options.
         return {"name": value} if isinstance(value, str) else value
+    feed_sources: list[FeedSourceSpec] = Field(
+        default_factory=list,
+        description="named sources a feed the model declares may use (by name; model output "
+        "never writes a source itself)",
+    )
 
     @field_validator("llm_models", mode="before")
     @classmethod
@@ -757,6 +787,10 @@ class ManifestFile(_Strict):
 
     @property
     def path(self) -> Path | None:
+        sources = [source.name for source in self.feed_sources]
+        repeated = sorted({n for n in sources if sources.count(n) > 1})
+        if repeated:
+            raise ValueError(f"feed source names must be unique; repeated: {', '.join(repeated)}")
         """The file this was loaded from (set by :func:`load_manifest`)."""
         return self.__dict__.get("_path")
 

@@ -17,11 +17,18 @@ free at the token rate); its :meth:`~Redactor.text` replaces each secret
 with ``***`` and writes surrogate code points (undecodable file names) as
 ``\\udcff`` escapes, so every string it returns is encodable as UTF-8.
 
+Values that *look* like credentials, wherever they come from (a URL with a
+password, a bearer token, an AWS or GitHub key…), are found by
+:func:`find_credentials` with the plugins of the maintained ``detect-secrets``
+scanner, run in-process on the text; :func:`scrub_credentials` replaces
+them. The notebook's variables go through it when their values are shown.
+
 This module imports nothing else of ``cortex_kernel``: every layer uses it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -35,8 +42,10 @@ __all__ = [
     "SECRET_ENV_PATTERN",
     "Redactor",
     "StreamRedactor",
+    "find_credentials",
     "is_secret_name",
     "redact",
+    "scrub_credentials",
     "secret_values",
 ]
 
@@ -273,4 +282,110 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
     for value in secret_values(extra):
         if value in text:
             text = text.replace(value, REDACTED)
+    return text
+
+
+# -- credential-looking values (detect-secrets) --------------------------------
+
+# Longer texts are scanned at both ends only (what a cut repr shows): the scan
+# costs time per character, and a notebook variable may hold megabytes.
+_SCAN_EDGE = 1024
+# detect-secrets plugins that find no credential (a public IP address is none).
+_NOT_CREDENTIALS = frozenset({"Public IP (ipv4)"})
+
+
+@functools.cache
+def _detectors() -> tuple[Any, ...]:
+    """One instance of every detect-secrets plugin (imported on first use: ~0.1 s)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    # detect-secrets has no plugin for an HTTP Authorization value that is in
+    # no known key format (an opaque bearer token): this one pattern fills it.
+    class AuthorizationDetector(RegexBasedDetector):
+        """``Bearer …``, ``Basic …`` and ``Token …`` credentials (with a digit in them)."""
+
+        secret_type = "Authorization credentials"
+        denylist = (
+            re.compile(
+                r"\b(?:bearer|basic|token)\s+((?=[^\s'\"]*\d)[A-Za-z0-9\-._~+/]{8,}=*)",
+                re.IGNORECASE,
+            ),
+        )
+
+    classes: dict[str, type[Any]] = get_mapping_from_secret_type_to_class()
+    found = [cls() for kind, cls in sorted(classes.items()) if kind not in _NOT_CREDENTIALS]
+    return (*found, AuthorizationDetector())
+
+
+def _regex_secret(match: re.Match[str]) -> str:
+    """The credential in a detector's match: the group that ends it, else the whole match.
+
+    A regex either captures the secret after its context (``://user:(pw)@``,
+    ``aws…key = '(…)'``) or captures only a prefix (``(ghp|gho)_…``): the
+    whole match is the secret then.
+    """
+    for index in range(match.re.groups, 0, -1):
+        start, end = match.span(index)
+        if start >= 0 and end > start and end >= match.end() - 2:
+            return match.group(index)
+    return match.group(0)
+
+
+def find_credentials(text: str) -> tuple[str, ...]:
+    """Substrings of ``text`` that look like credentials, longest first.
+
+    Every ``detect-secrets`` plugin (keys of known formats, URLs with a
+    password, ``password = '…'``-style assignments, high-entropy quoted
+    strings, private key headers…) plus one for ``Authorization`` values
+    (``Bearer …``) looks at each line. Nothing is verified over the network.
+    A text longer than 2 KiB is scanned at its first and last KiB only.
+    Results are cached per text, so values that stay the same from turn to
+    turn cost one lookup.
+
+    Parameters
+    ----------
+    text
+        Any text (a repr, a string value, a line of a prompt).
+
+    Returns
+    -------
+    tuple of str
+        The credential values found (empty when there is none).
+    """
+    if len(text) <= 2 * _SCAN_EDGE:
+        return _find(text)
+    both = set(_find(text[:_SCAN_EDGE]) + _find(text[-_SCAN_EDGE:]))
+    return tuple(sorted(both, key=len, reverse=True))
+
+
+# Texts of at most 2 KiB, so the cache holds at most a few MiB.
+@functools.lru_cache(maxsize=4096)
+def _find(text: str) -> tuple[str, ...]:
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+
+    found: set[str] = set()
+    for line in text.splitlines() or [text]:
+        for plugin in _detectors():
+            if isinstance(plugin, RegexBasedDetector):
+                # The regexes themselves: analyze_string yields a prefix group
+                # (``ghp``) for some of them, not the secret.
+                for regex in plugin.denylist:
+                    found.update(_regex_secret(m) for m in regex.finditer(line))
+                continue
+            for value in plugin.analyze_string(line):
+                if isinstance(plugin, HighEntropyStringsPlugin) and (
+                    plugin.calculate_shannon_entropy(value) <= plugin.entropy_limit
+                ):
+                    continue  # a quoted string, but not a random-looking one
+                found.add(value)
+    found.discard("")
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def scrub_credentials(text: str) -> str:
+    """``text`` with every credential-looking value (:func:`find_credentials`) as ``***``."""
+    for value in find_credentials(text):
+        text = text.replace(value, REDACTED)
     return text

@@ -497,8 +497,11 @@ def feeds_notebook() -> None:
                 "## The model adds feeds\n\n"
                 "`add_context_feed` is granted by the manifest, so the model may declare feeds "
                 "at run time — with the internal action or the `<context_feed>` element (same "
-                "permission). Each call is an `internal_action` event in the transcript: the "
-                "audit trail of how the model changed its run."
+                "permission). It never writes a source: it names one the manifest declares "
+                "under `feed_sources` (here `backlog`) or a built-in (`system_clock`); a "
+                "`callable`, command or tool it wrote itself would be refused with an "
+                "`action_error`, nothing imported. Each call is an `internal_action` event in "
+                "the transcript: the audit trail of how the model changed its run."
             ),
             code("Keep an eye on the backlog and the time as well."),
             code(audit),
@@ -506,7 +509,8 @@ def feeds_notebook() -> None:
             new_markdown_cell(
                 "`%feeds` lists every feed with its type, source, age, size and value. "
                 "`notebook_variables` is on by default in notebooks: the names, types and "
-                "shapes of your own variables (never private names, code, or secrets).\n\n"
+                "shapes of your own variables — their values only if you opt in with `%feeds "
+                "values on`, and never private names, code or credentials.\n\n"
                 "## A blocked internal action\n\n"
                 "`remove_context_feed` is not in the manifest's `internal_actions`: the call is "
                 "refused, the model sees the error at its next turn, and the audit says so."

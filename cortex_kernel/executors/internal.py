@@ -7,7 +7,11 @@ The seven operations of SPEC §2.1 and ``list_variables``:
 - ``add_context_feed`` ``{"id", "type", "source", "ttl"?, "interval"?,
   "max_bytes"?, "max_tokens"?}``, ``update_context_feed`` ``{"id", …fields}``,
   ``remove_context_feed`` ``{"id"}``, ``list_context_feeds`` ``{}`` (see
-  :mod:`cortex_kernel.runtime.feeds`);
+  :mod:`cortex_kernel.runtime.feeds`). The model's ``source`` is only ever
+  a *name*: a source the manifest or the user declared, or ``system_clock``
+  / ``run_status``; a source it writes out (a ``callable``, a ``tool``, an
+  MCP resource…) is refused with an ``action_error`` and nothing is imported
+  (:meth:`~cortex_kernel.runtime.feeds.FeedRegistry.model_feed`);
 - ``clear_context`` ``{}``: forget the conversation of earlier runs (this
   run's message and turns stay, so the model still knows its task).
 
@@ -65,6 +69,19 @@ class InternalExecutor(Executor):
             return message
         if name in FEED_ACTIONS and context.feeds is None:
             return f"internal action '{name}': this session has no context feeds"
+        if name in ("add_context_feed", "update_context_feed") and context.feeds is not None:
+            # Refused before it runs (an action_error); execute checks again
+            # once $references are resolved.
+            changes = {k: v for k, v in action.parameters.items() if k != "id"}
+            try:
+                if name == "add_context_feed":
+                    context.feeds.model_feed(action.parameters)
+                else:
+                    context.feeds.model_feed(changes, update=True)
+            except ActionError as exc:
+                message = f"{name}: {exc}"
+                _audit(context, action, name, "blocked", message)
+                return message
         var = action.parameters.get("name")
         if name in ("set_variable", "delete_variable") and not isinstance(var, str):
             return f'{name} needs a "name" string parameter'
@@ -140,12 +157,13 @@ def _feed_action(feeds: FeedRegistry, name: str, params: dict[str, Any]) -> Any:
     feed_id = params.get("id")
     if not isinstance(feed_id, str):
         raise ActionError(f'{name} needs an "id" string parameter')
+    # The model's feed: its source only by name (model_feed refuses the rest).
     if name == "add_context_feed":
-        feeds.add(feed_spec(params))
+        feeds.add(feed_spec(feeds.model_feed(params)))
         return f"context feed '{feed_id}' added; it is in the prompt from the next turn"
     if name == "update_context_feed":
         changes = {key: value for key, value in params.items() if key != "id"}
-        feeds.update(feed_id, changes)
+        feeds.update(feed_id, feeds.model_feed(changes, update=True))
         return f"context feed '{feed_id}' updated"
     feeds.remove(feed_id)
     return f"context feed '{feed_id}' removed"

@@ -17,6 +17,12 @@ arguments, or the source as JSON::
 
 A ``callable`` may also name a function defined in the notebook (``callable
 latest_prices``). The value is fetched at the next agent cell's first turn.
+
+The model never writes a source: a feed it adds names one. ``%feeds source
+NAME SOURCE`` (same SOURCE syntax) declares a source it may choose by name,
+``%feeds remove-source NAME`` takes it back. ``%feeds values on`` lets the
+``notebook_variables`` feed show values (credentials still hidden), ``%feeds
+values off`` goes back to names, types and shapes.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ __all__ = ["feeds_magic"]
 _USAGE = (
     "usage: %feeds | %feeds show NAME | %feeds remove NAME | %feeds add NAME "
     "[--interval S | --ttl S] [--type on_demand|periodic|internal] [--max-bytes N] "
-    "[--max-tokens N] KIND ARGS… (internal NAME | tool NAME [JSON] | llm PROMPT | "
+    "[--max-tokens N] KIND ARGS… (internal NAME [JSON] | tool NAME [JSON] | llm PROMPT | "
     "workflow NAME [JSON] | relic NAME OPERATION [JSON] | callable MODULE:FUNCTION [JSON] | "
-    "mcp_resource SERVER URI) or a JSON source"
+    "mcp_resource SERVER URI) or a JSON source | %feeds source NAME KIND ARGS… | "
+    "%feeds remove-source NAME | %feeds values on|off"
 )
 
 
@@ -53,6 +60,8 @@ def feeds_magic(line: str) -> None:
         raise ConfigError(f"%feeds: {exc}. {_USAGE}") from None
     if not words:
         print(_table(feeds.describe(values=True)))
+        if feeds.sources:
+            print("\nsources a feed the model adds may name: " + _sources(feeds.sources))
         return
     verb, rest = words[0], words[1:]
     try:
@@ -71,7 +80,20 @@ def feeds_magic(line: str) -> None:
             feeds.add(spec, replace=True)
             if spec.id == "notebook_variables":
                 runner.notebook_variables = True
+                runner.notebook_values = _values_on(spec.source)
             print(f"context feed '{spec.id}' added ({spec.type}); the next agent cell reads it")
+        elif verb == "source" and len(rest) >= 2:
+            source = _source(rest[1:], shell.user_ns)
+            feeds.declare_source(rest[0], source)
+            print(
+                f"feed source '{rest[0]}' declared: a feed the model adds may name it "
+                "(with add_context_feed allowed)"
+            )
+        elif verb == "remove-source" and len(rest) == 1:
+            feeds.forget_source(rest[0])
+            print(f"feed source '{rest[0]}' removed (feeds that use it keep it)")
+        elif verb == "values" and rest in (["on"], ["off"]):
+            _values(runner, feeds, rest[0] == "on")
         else:
             print(_USAGE)
     except ActionError as exc:
@@ -80,6 +102,39 @@ def feeds_magic(line: str) -> None:
 
 def _ids(feeds: Any) -> str:
     return ", ".join(spec.id for spec in feeds.specs) or "none"
+
+
+def _values_on(source: dict[str, Any]) -> bool:
+    parameters = source.get("parameters")
+    return isinstance(parameters, dict) and parameters.get("values") is True
+
+
+def _values(runner: Any, feeds: Any, on: bool) -> None:
+    """Switch ``notebook_variables``' values on or off (declaring the feed if it is not)."""
+    from .notebook_vars import notebook_variables_feed
+
+    spec = notebook_variables_feed(on)
+    if "notebook_variables" in feeds:
+        feeds.update("notebook_variables", {"source": spec.source})
+    else:
+        feeds.add(spec)
+    runner.notebook_variables, runner.notebook_values = True, on
+    print(
+        "notebook_variables: values on (names that look secret and credential-looking "
+        "values stay hidden)"
+        if on
+        else "notebook_variables: names, types and shapes only (no values)"
+    )
+
+
+def _sources(sources: Any) -> str:
+    return ", ".join(f"{named.name} ({_where(named.source, named.name)})" for named in sources)
+
+
+def _where(source: dict[str, Any], default: str) -> str:
+    kind = next(iter(source), "internal")
+    where = source.get(kind, default)
+    return f"{kind}:{where}" if isinstance(where, str) else kind
 
 
 class _Options(argparse.Namespace):
@@ -128,8 +183,8 @@ def _source(args: list[str], namespace: dict[str, Any]) -> dict[str, Any]:
     kind, rest = args[0], args[1:]
     if kind == "llm":
         return {"llm": " ".join(rest)}
-    if kind == "internal" and len(rest) == 1:
-        return {"internal": rest[0]}
+    if kind == "internal" and len(rest) in (1, 2):
+        return {"internal": rest[0], **_parameters(rest[1:])}
     if kind == "mcp_resource" and len(rest) == 2:
         return {"mcp_resource": {"server": rest[0], "uri": rest[1]}}
     if kind == "relic" and len(rest) in (2, 3):
@@ -196,9 +251,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         return "(no context feeds: %feeds add NAME KIND ARGS…, or a manifest's context_feeds)"
     lines = [("feed", "type", "source", "age", "size", "value")]
     for row in rows:
-        kind = next(iter(row["source"]), "internal")
-        where = row["source"].get(kind, row["id"])
-        source = f"{kind}:{where}" if isinstance(where, str) else kind
+        source = _where(row["source"], row["id"])
         size = f"{len(str(row['text']).encode('utf-8'))} B" + (" (cut)" if row["truncated"] else "")
         lines.append((row["id"], row["type"], source[:32], _age(row["age"]), size, _value(row)))
     widths = [max(len(line[i]) for line in lines) for i in range(5)]

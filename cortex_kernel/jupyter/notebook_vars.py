@@ -1,9 +1,14 @@
 """The ``notebook_variables`` context feed: the user's variables, as the agent should know them.
 
 The kernel fills this built-in feed source (SPEC §4) so the agent knows the
-data it is asked about: one line per variable with its name, type, shape (or
-length) and a short repr. It is on by default in notebooks
+data it is asked about: one line per variable with its name, type and shape
+(or length, dtype, columns). It is on by default in notebooks
 (:func:`install`), and ``%feeds remove notebook_variables`` turns it off.
+
+Values are not sent unless the user opts in (``%feeds values on``, or the
+feed's source ``{internal: notebook_variables, parameters: {values: true}}``
+in a manifest): a notebook holds passwords, connection URLs and tokens as
+often as data, and the feed goes to the provider at every turn.
 
 What is listed, and why:
 
@@ -12,27 +17,42 @@ What is listed, and why:
   knows those from its results), never a ``_``-prefixed name;
 - no modules, classes, functions or methods: they are code, not data, and
   the notebook's ``@tool`` functions are already in the prompt's tool list;
-- a name that looks secret (``API_KEY``, ``db_password``…) shows its type
-  but never its value, and every secret value of the environment is
-  replaced by ``***`` wherever it appears (:mod:`cortex_kernel.redaction`);
+- with values on, a short repr cut by :mod:`reprlib` (a million-element list
+  is never rendered whole), where: a name that looks secret (``API_KEY``,
+  ``db_password``, ``creds``…) shows its type but never its value, and so
+  does a dict entry under such a key; every string and repr is scanned for
+  credential-looking values (a URL's password, ``Bearer …``, AWS, GitHub and
+  other known key formats: :func:`~cortex_kernel.redaction.scrub_credentials`,
+  detect-secrets' plugins) and those become ``***``; and every secret value
+  of the environment is replaced by ``***`` wherever it appears
+  (:mod:`cortex_kernel.redaction`);
 - at most :data:`MAX_VARIABLES` (the most recently defined ones) and the
   feed's ``max_bytes`` (:data:`MAX_BYTES` by default): a notebook with
-  thousands of names costs a bounded part of the prompt. Reprs are cut by
-  :mod:`reprlib`, so a million-element list is never rendered whole.
+  thousands of names costs a bounded part of the prompt.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 import reprlib
 import types
 from collections.abc import Callable, Container, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..redaction import Redactor, is_secret_name
+from ..redaction import REDACTED, Redactor, is_secret_name, scrub_credentials
 
-__all__ = ["MAX_BYTES", "MAX_VARIABLES", "describe_variables", "install"]
+if TYPE_CHECKING:
+    from ..manifest import FeedSpec
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_VARIABLES",
+    "describe_variables",
+    "install",
+    "notebook_variables_feed",
+]
 
 #: At most this many variables are listed (the most recently defined).
 MAX_VARIABLES = 40
@@ -47,16 +67,70 @@ _CODE = (
     types.MethodType,
     functools.partial,
 )
-# Names that hold credentials by convention (api_key, github_token, db_password…).
+# Names that hold credentials by convention (api_key, github_token, db_password,
+# creds, an Authorization header…): of a variable, or a key of a dict.
 _SECRET_NAME = re.compile(
-    r"(^|_)(api_?key|key|token|secret|password|passwd|pwd|credentials?)$", re.IGNORECASE
+    r"(^|_)(api_?key|key|token|secret|password|passwd|passphrase|pass|pwd|pw|"
+    r"credentials?|creds?|auth|authorization|cookie|dsn)$",
+    re.IGNORECASE,
 )
 
-_REPR = reprlib.Repr()
-_REPR.maxstring = 60
-_REPR.maxother = 60
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 5
-_REPR.maxlevel = 2
+
+def _secret_name(name: str) -> bool:
+    return _SECRET_NAME.search(name) is not None or is_secret_name(name)
+
+
+class _ValueRepr(reprlib.Repr):
+    """:mod:`reprlib`'s short repr with no credential in any string or repr it shows.
+
+    Strings are scrubbed whole before reprlib cuts them (a cut could leave
+    half a key no detector recognises); other objects' reprs likewise; a
+    dict's value under a secret-looking key is not shown at all.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = 60
+        self.maxlist = self.maxtuple = self.maxset = self.maxdict = 5
+        self.maxlevel = 2
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(scrub_credentials(x), level)
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            text = scrub_credentials(builtins.repr(x))
+        except Exception:  # any user __repr__
+            return f"<{type(x).__name__} instance>"
+        if len(text) > self.maxother:
+            i = max(0, (self.maxother - 3) // 2)
+            j = max(0, self.maxother - 3 - i)
+            text = text[:i] + self.fillvalue + text[len(text) - j :]
+        return text
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{" + self.fillvalue + "}"
+        try:
+            keys = sorted(x)
+        except Exception:  # keys of mixed types: reprlib's own fallback
+            keys = list(x)
+        pieces = []
+        for key in keys[: self.maxdict]:
+            shown = (
+                REDACTED
+                if isinstance(key, str) and _secret_name(key)
+                else self.repr1(x[key], level - 1)
+            )
+            pieces.append(f"{self.repr1(key, level - 1)}: {shown}")
+        if len(x) > self.maxdict:
+            pieces.append(self.fillvalue)
+        return "{" + ", ".join(pieces) + "}"
+
+
+_REPR = _ValueRepr()
 
 
 def _shape(value: Any) -> str:
@@ -93,18 +167,27 @@ def _short_repr(value: Any) -> str:
     return " ".join(text.split())[:80]
 
 
-def _line(name: str, value: Any, agent_owns: Callable[[str], bool]) -> str | None:
-    if isinstance(value, _CODE) or agent_owns(name):
-        return None
+def _listed(name: str, value: Any, agent_owns: Callable[[str], bool]) -> bool:
+    try:
+        return not isinstance(value, _CODE) and not agent_owns(name)
+    except Exception:  # a hostile object (isinstance itself may raise): name it anyway
+        return True
+
+
+def _line(name: str, value: Any, values: bool) -> str:
     kind = type(value).__name__
     try:
         details = _details(value)
-    except Exception:  # a property of a user object raised: its type and repr still help
+    except Exception:  # a property of a user object raised: its type still helps
         details = ""
     head = f"{name}: {kind}" + (f" ({details})" if details else "")
-    if _SECRET_NAME.search(name) or is_secret_name(name):
+    if not values:
+        return head
+    if _secret_name(name):
         return f"{head} = (hidden: the name looks secret)"
-    return f"{head} = {_short_repr(value)}"
+    # Scanned once more whole: a credential may show only in context
+    # (``aws_key = '…'``, a dict's key next to its value).
+    return scrub_credentials(f"{head} = {_short_repr(value)}")
 
 
 def describe_variables(
@@ -113,8 +196,9 @@ def describe_variables(
     hidden: Container[str] = (),
     agent_owns: Callable[[str], bool] = lambda name: False,
     redactor: Redactor | None = None,
+    values: bool = False,
 ) -> str:
-    """One line per user variable of ``namespace``: ``name: type (shape…) = repr``.
+    """One line per user variable of ``namespace``: ``name: type (shape…)``, ``= repr`` if asked.
 
     Parameters
     ----------
@@ -125,34 +209,62 @@ def describe_variables(
     agent_owns
         Whether a name holds a value the agent bound (left out).
     redactor
-        Scrubs secret values (default: one reading the environment now).
+        Scrubs the environment's secret values (default: one reading the environment now).
+    values
+        Add each value's short repr, with credentials left out (see the module
+        docstring). Off by default: names, types and shapes only.
     """
-    lines: list[str] = []
-    for name, value in list(namespace.items()):
-        if name.startswith("_") or name in hidden:
-            continue
+    names = [
+        name
+        for name, value in list(namespace.items())
+        if not name.startswith("_") and name not in hidden and _listed(name, value, agent_owns)
+    ]
+    # Only the lines shown are described: the scan of values costs per variable.
+    older = len(names) - MAX_VARIABLES
+    lines = [f"({older} older variables not shown)"] if older > 0 else []
+    for name in names[max(older, 0) :]:
+        value = namespace[name]
         try:
-            line = _line(name, value, agent_owns)
-        except Exception:  # a hostile object (isinstance itself may raise): name it, go on
-            line = f"{name}: {type(value).__name__} = (could not be described)"
-        if line is not None:
-            lines.append(line)
-    older = len(lines) - MAX_VARIABLES
-    if older > 0:
-        lines = [f"({older} older variables not shown)", *lines[older:]]
+            lines.append(_line(name, value, values))
+        except Exception:  # a hostile object: name it, go on
+            lines.append(f"{name}: {type(value).__name__} = (could not be described)")
     text = "\n".join(lines) if lines else "(no variables yet)"
     return (redactor or Redactor()).text(text)
 
 
-def install(shell: Any, session: Any) -> None:
-    """Give ``session`` the ``notebook_variables`` source of ``shell`` and declare the feed."""
+def install(shell: Any, session: Any, *, values: bool = False) -> None:
+    """Give ``session`` the ``notebook_variables`` source of ``shell`` and declare the feed.
+
+    Parameters
+    ----------
+    shell
+        The IPython shell whose ``user_ns`` is described.
+    session
+        The session that gets the source (and the feed, unless it has one).
+    values
+        Declare the feed with values on (``%feeds values on``); a feed the
+        session has already (a manifest's) keeps its own setting.
+    """
+    store = session.variables_store
+
+    def provider(values: bool = False) -> str:
+        return describe_variables(
+            shell.user_ns,
+            hidden=getattr(shell, "user_ns_hidden", {}),
+            agent_owns=store.agent_owns,
+            values=values is True,  # only a real opt-in, never a truthy string
+        )
+
+    session.feed_providers["notebook_variables"] = provider
+    if "notebook_variables" not in session.feeds:
+        session.feeds.add(notebook_variables_feed(values))
+
+
+def notebook_variables_feed(values: bool = False) -> FeedSpec:
+    """The ``notebook_variables`` feed's spec, with values on or off."""
     from ..runtime.feeds import FeedSpec
 
-    store = session.variables_store
-    session.feed_providers["notebook_variables"] = lambda: describe_variables(
-        shell.user_ns,
-        hidden=getattr(shell, "user_ns_hidden", {}),
-        agent_owns=store.agent_owns,
-    )
-    if "notebook_variables" not in session.feeds:
-        session.feeds.add(FeedSpec(id="notebook_variables", type="internal", max_bytes=MAX_BYTES))
+    source: dict[str, Any] = {"internal": "notebook_variables"}
+    if values:
+        source["parameters"] = {"values": True}
+    return FeedSpec(id="notebook_variables", type="internal", source=source, max_bytes=MAX_BYTES)

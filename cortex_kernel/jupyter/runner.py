@@ -218,7 +218,8 @@ class AgentRunner:
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.agent: str | None = None  # which agent of the manifest (None: its default)
-        # The notebook_variables feed, on by default (%feeds remove turns it off).
+        # The notebook_variables feed, on by default (%feeds remove turns it off);
+        # its values only when the user opts in (%feeds values on).
         self.notebook_variables = True
         self.approver = ViewApprover()
         self.results: list[RunResult] = []
@@ -232,6 +233,7 @@ class AgentRunner:
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
         #: Holds the sessions open while the kernel's loop runs.
         self.host = SessionHost()
+        self.notebook_values = False
         shell.events.register("pre_run_cell", self._pre_run_cell)
 
     @property
@@ -269,7 +271,7 @@ class AgentRunner:
         if self.notebook_variables:
             from .notebook_vars import install
 
-            install(self.shell, session)
+            install(self.shell, session, values=self.notebook_values)
         return session
 
     @property

@@ -187,6 +187,21 @@ def _entries(title: str, items: Iterable[dict[str, Any]], keys: tuple[str, ...])
     return f"# {title}\n\n" + "\n".join(lines) + "\n"
 
 
+def _feed_sources(context: PromptContext) -> str:
+    """What a feed the model adds may read: sources by name, never written out."""
+    if not {"add_context_feed", "update_context_feed"} & set(context.internal_actions):
+        return ""
+    named = [
+        f"`{s['name']}`" + (f" ({s['description']})" if s.get("description") else "")
+        for s in context.feed_sources
+    ]
+    return (
+        'A context feed you add or change names its `"source"`: '
+        + "".join(f"{n}, " for n in named)
+        + "`system_clock` or `run_status`. Any other source is refused.\n"
+    )
+
+
 class ProtocolPrompt:
     """The system prompt of every turn: the protocol lesson, the worked
     example, the agent's tools, agents, relics and workflows with their JSON
@@ -254,6 +269,7 @@ class ProtocolPrompt:
                 sections.append(
                     f"# Internal actions (type=internal)\n\nAllowed: {allowed}. "
                     'For example `set_variable` takes `{"name": …, "value": …}`.\n'
+                    + _feed_sources(context)
                 )
             else:
                 sections.append("# Internal actions\n\nNone are allowed in this run.\n")

@@ -6,7 +6,10 @@ feed runs the same tool an action would), provides the built-in
 ``system_clock`` and ``run_status`` sources, refreshes ``periodic`` feeds in
 the run's task group while the run is active, reports every fetch as a
 ``feed_updated`` event, and turns ``<context_feed>`` declarations into feeds
-when the agent may add them (the permission of ``add_context_feed``).
+when the agent may add them (the permission of ``add_context_feed``). A
+declaration is model output: it names its source (a declared one, or
+``system_clock`` / ``run_status``) and a source written out is refused
+(:meth:`~cortex_kernel.runtime.feeds.FeedRegistry.model_feed`).
 """
 
 from __future__ import annotations
@@ -73,6 +76,12 @@ class RunFeeds:
             return []
         return [FeedSlot(id=i, text=text, error=error) for i, text, error in self.registry.slots()]
 
+    def sources(self) -> list[dict[str, str]]:
+        """The named sources model output may choose, for the prompt."""
+        if self.registry is None:
+            return []
+        return [{"name": s.name, "description": s.description} for s in self.registry.sources]
+
     def declare(self, event: ContextFeed) -> ActionErrorEvent | None:
         """Add (or replace) the feed a ``<context_feed>`` declares; the error event if not."""
         decl = event.feed
@@ -80,29 +89,34 @@ class RunFeeds:
         body.pop("id", None)
         settings = {key: body.pop(key) for key in _SETTINGS if key in body}
         nested = body.get("source")
-        source = nested if isinstance(nested, dict) and len(body) == 1 else body
-        if isinstance(nested, str) and len(body) == 1:  # {"source": "system_clock"}
-            source = {"internal": nested}
+        # {"source": "backlog"} (a name), {"source": {…}}, or the source itself.
+        source = nested if isinstance(nested, dict | str) and len(body) == 1 else body
         data = {"id": decl.id, "type": decl.type.value, "source": source, **settings}
         allowed = "add_context_feed" in self.allowed_internal
         message = ""
+        refused = False
         if self.registry is None:
             message = "this session has no context feeds"
         elif not allowed:
             message = "add_context_feed is not allowed for this agent (the manifest blocks it)"
         else:
             try:
-                self.registry.add(feed_spec(data), replace=True)
-            except ActionError as exc:
-                message = str(exc)
-        outcome = "blocked" if not allowed else ("error" if message else "ok")
+                resolved = self.registry.model_feed(data)
+            except ActionError as exc:  # a source the model wrote: nothing is imported
+                message, refused = str(exc), True
+            else:
+                try:
+                    self.registry.add(feed_spec(resolved), replace=True)
+                except ActionError as exc:
+                    message = str(exc)
+        outcome = "blocked" if not allowed or refused else ("error" if message else "ok")
         self.emit(
             InternalAudit(
                 t=self.clock(),
                 id=decl.id,
                 name="context_feed",
                 parameters=data,
-                allowed=allowed,
+                allowed=allowed and not refused,
                 outcome=outcome,
                 message=message,
             )

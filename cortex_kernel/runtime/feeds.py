@@ -22,6 +22,15 @@ Sources, one key of the ``source`` mapping:
 
 A failing source puts its error in its slot (the prompt says the feed is
 unavailable and why) and the turn goes on.
+
+Who may write a source: the manifest (``context_feeds``, ``feed_sources``),
+``%feeds`` and Python code, i.e. the user. Model output (``add_context_feed``,
+``update_context_feed``, ``<context_feed>``) only *chooses*: a source declared
+by name (:meth:`FeedRegistry.declare_source`, the manifest's
+``feed_sources``) or one of :data:`MODEL_BUILTINS`, which read nothing of
+the user's. A source the model writes itself (a ``callable``, ``tool``,
+``mcp_resource``…: code, a command, a server) is an ``ActionError`` before
+anything is imported or run (:meth:`FeedRegistry.model_feed`).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from ..exceptions import ActionError
-from ..manifest import ACTION_SOURCES, FEED_SOURCES, INTERNAL_FEEDS, FeedSpec
+from ..manifest import ACTION_SOURCES, FEED_SOURCES, INTERNAL_FEEDS, FeedSourceSpec, FeedSpec
 from ..protocol.models import Action, ActionType
 from .results import render_value
 from .run_events import FeedUpdated
@@ -47,8 +56,11 @@ __all__ = [
     "ACTION_SOURCES",
     "FEED_SOURCES",
     "INTERNAL_FEEDS",
+    "MODEL_BUILTINS",
+    "MODEL_SETTINGS",
     "FeedFetcher",
     "FeedRegistry",
+    "FeedSourceSpec",
     "FeedSpec",
     "TokenCounter",
     "call_callable",
@@ -57,6 +69,12 @@ __all__ = [
     "source_fetcher",
     "truncate",
 ]
+
+#: Built-in sources model output may name itself: they read nothing of the user's
+#: (``notebook_variables`` does: only the user declares it).
+MODEL_BUILTINS = ("system_clock", "run_status")
+#: The fields of a feed model output may set besides its ``id`` and ``source`` (a name).
+MODEL_SETTINGS = ("type", "ttl", "interval", "max_bytes", "max_tokens", "description")
 
 #: Counts the tokens of a text (the composition root injects litellm's offline counter).
 TokenCounter = Callable[[str], int]
@@ -118,6 +136,8 @@ class FeedRegistry:
     ----------
     specs
         Feeds declared up front (the manifest's ``context_feeds``).
+    sources
+        Named sources model output may choose (the manifest's ``feed_sources``).
     count_tokens
         Token counter for ``max_tokens`` (``None``: only ``max_bytes`` applies).
     clock
@@ -130,16 +150,20 @@ class FeedRegistry:
         self,
         specs: list[FeedSpec] | tuple[FeedSpec, ...] = (),
         *,
+        sources: list[FeedSourceSpec] | tuple[FeedSourceSpec, ...] = (),
         count_tokens: TokenCounter | None = None,
         clock: Callable[[], float] = time.monotonic,
         timeout: float = 30.0,
     ) -> None:
         self._slots: dict[str, _Slot] = {}
+        self._sources: dict[str, FeedSourceSpec] = {}
         self.count_tokens = count_tokens
         self.clock = clock
         self.timeout = timeout
         for spec in specs:
             self.add(spec)
+        for named in sources:
+            self._sources[named.name] = named
 
     # -- declaring ------------------------------------------------------------
 
@@ -173,6 +197,99 @@ class FeedRegistry:
         """Forget a feed."""
         self._slot(feed_id)
         del self._slots[feed_id]
+
+    # -- what model output may choose ----------------------------------------
+
+    @property
+    def sources(self) -> list[FeedSourceSpec]:
+        """The named sources model output may choose, by name."""
+        return [self._sources[name] for name in sorted(self._sources)]
+
+    def declare_source(self, name: str, source: Mapping[str, Any], description: str = "") -> None:
+        """Let model output choose ``source`` by ``name`` (the user's call; replaces one).
+
+        Raises
+        ------
+        ActionError
+            The name or the source is not valid (the message names the field).
+        """
+        try:
+            named = FeedSourceSpec(name=name, source=dict(source), description=description)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = "".join(f"{p}: " for p in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise ActionError(f"invalid feed source: {where}{message}") from None
+        self._sources[name] = named
+
+    def forget_source(self, name: str) -> None:
+        """Take a named source away from model output (feeds using it keep it)."""
+        if self._sources.pop(name, None) is None:
+            known = ", ".join(sorted(self._sources)) or "none"
+            raise ActionError(f"no feed source '{name}' (sources: {known})")
+
+    def model_feed(self, data: Mapping[str, Any], *, update: bool = False) -> dict[str, Any]:
+        """A feed (or, with ``update``, a change) model output wrote, its source resolved.
+
+        ``source`` may only be the name of a declared source (its declared
+        source, parameters included, is what runs), a name of
+        :data:`MODEL_BUILTINS`, or ``{"internal": NAME}`` of one; an
+        ``internal`` feed whose id is such a name needs none. Besides ``id``
+        only :data:`MODEL_SETTINGS` may be set.
+
+        Raises
+        ------
+        ActionError
+            For a source written out (code, a command, a tool, an MCP
+            server…), an unknown name or another field; nothing is imported.
+        """
+        allowed = ("source", *MODEL_SETTINGS) if update else ("id", "source", *MODEL_SETTINGS)
+        extra = sorted(str(key) for key in data if key not in allowed)
+        if extra:
+            raise ActionError(
+                f"a context feed from model output may set only {', '.join(allowed)} "
+                f"(got {', '.join(extra)})"
+            )
+        resolved = dict(data)
+        source = resolved.get("source")
+        if source is not None and source != {}:
+            resolved["source"] = self._model_source(source)
+        elif not update:
+            feed_id = resolved.get("id")
+            if resolved.get("type") != "internal" or feed_id not in MODEL_BUILTINS:
+                raise ActionError(self._choices("the feed names no source"))
+            resolved["source"] = {"internal": feed_id}
+        return resolved
+
+    def _model_source(self, source: Any) -> dict[str, Any]:
+        if isinstance(source, str):
+            if source in self._sources:
+                return dict(self._sources[source].source)
+            if source in MODEL_BUILTINS:
+                return {"internal": source}
+            raise ActionError(self._choices(f"no feed source named {source!r}"))
+        if (
+            isinstance(source, Mapping)
+            and list(source) == ["internal"]
+            and source["internal"] in MODEL_BUILTINS
+        ):
+            return {"internal": source["internal"]}
+        if isinstance(source, Mapping):
+            keys = [str(key) for key in source]
+            kind = next((k for k in FEED_SOURCES if k in keys), keys[0] if keys else "empty")
+            problem = f"refused: the model wrote a source itself ({kind})"
+        else:
+            problem = f"a source must be a declared source's name, got {type(source).__name__}"
+        raise ActionError(self._choices(problem))
+
+    def _choices(self, problem: str) -> str:
+        names = ", ".join(sorted(self._sources)) or "none declared"
+        return (
+            f"{problem}: model output may only choose a source by name, one the manifest's "
+            f"feed_sources or the user (%feeds source) declared ({names}) or a built-in "
+            f"({', '.join(MODEL_BUILTINS)}); it never writes code, a command, a tool call "
+            "or an MCP server as a source"
+        )
 
     def _slot(self, feed_id: str) -> _Slot:
         slot = self._slots.get(feed_id)
@@ -347,9 +464,13 @@ def feed_action(spec: FeedSpec) -> Action:
 def source_fetcher(
     execute: Callable[[Action, dict[str, Any]], Awaitable[Any]],
     check: Callable[[Action], str | None],
-    internal: Mapping[str, Callable[[], Any]],
+    internal: Mapping[str, Callable[..., Any]],
 ) -> FeedFetcher:
-    """A :data:`FeedFetcher` over a run's executors and its built-in sources."""
+    """A :data:`FeedFetcher` over a run's executors and its built-in sources.
+
+    A built-in source gets the source's ``parameters`` as keyword arguments
+    (``notebook_variables``' ``values``).
+    """
 
     async def fetch(spec: FeedSpec) -> Any:
         kind = spec.kind
@@ -360,7 +481,7 @@ def source_fetcher(
                     f"internal feed '{spec.internal_name}' has no provider here "
                     "(notebook_variables is filled by the Jupyter kernel)"
                 )
-            return provider()
+            return provider(**(spec.source.get("parameters") or {}))
         if kind == "mcp_resource":
             provider = internal.get("mcp_resource")
             if provider is None:

@@ -567,6 +567,7 @@ class Run:
             tools=run.tools.specs(),
             internal_actions=sorted(run.allowed_internal),
             feeds=self.feeds.slots(),
+            feed_sources=self.feeds.sources(),
             agents=run.catalog.get("agents", []),
             relics=run.catalog.get("relics", []),
             workflows=run.catalog.get("workflows", []),

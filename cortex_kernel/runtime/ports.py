@@ -208,6 +208,8 @@ class PromptContext(BaseModel):
 ModelResolver = Callable[[str], "Model"]
 
 
+    # Named sources a feed the model adds may choose ({"name", "description"}).
+    feed_sources: list[dict[str, str]] = Field(default_factory=list)
 class PromptBuilder(Protocol):
     """Builds the system prompt of a turn."""
 

@@ -70,13 +70,11 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
         bodies = [r.body for r in server.requests]
     first = feed(bodies[0]["messages"][0]["content"], "notebook_variables")
     lines = first.splitlines()
-    assert (
-        "sales: Frame (shape (3, 2), columns [city, temp]) = city temp 0 Oslo 3 1 Rome 14 2 Lima 19"
-        in lines
-    )
-    assert "readings: list (len 4) = [12, 15, 11, 19]" in lines
-    assert "github_token: str (len 33) = (hidden: the name looks secret)" in lines
-    assert "note: str (len 36) = 'key copied: ***'" in lines
+    # Names, types and shapes; no value unless the user opts in.
+    assert "sales: Frame (shape (3, 2), columns [city, temp])" in lines
+    assert "readings: list (len 4)" in lines
+    assert "github_token: str (len 33)" in lines
+    assert "note: str (len 36)" in lines
     # Not data, or not the user's: private names, functions, classes, modules, IPython's own.
     for name in ("_private", "helper", "Frame", "os", "json", "In", "Out", "get_ipython"):
         assert not any(line.startswith(f"{name}:") for line in lines), name
@@ -87,6 +85,68 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
     assert SECRET not in json.dumps(bodies) and "ghp-not-from" not in json.dumps(bodies)
     path = kernel.python("%%python\nprint(_run.transcript)").strip()
     assert SECRET not in Path(path).read_text(encoding="utf-8")
+
+
+CREDENTIALS_CELL = """%%python
+creds = {"user": "admin", "pw": "Tr0ub4dor-horse-91"}
+db_url = "postgresql://admin:Pg-s3cret-pass@db.internal:5432/prod"
+request_headers = {"Authorization": "Bearer ghp_R4nd0mT0kenV4lueF0rTest1ngAbcdef1234"}
+auth_line = "Authorization: Bearer ghp_R4nd0mT0kenV4lueF0rTest1ngAbcdef1234"
+aws_keys = ("AKIAZ7Q2EXAMPLE4TEST", "q8Vd2LmP4xR7tY1uN6sK9wE3zA5cB0fH2jG8kL4m")
+city = "Oslo"
+"""
+# Every credential above, and pieces of them a cut repr could leave.
+CREDENTIAL_PARTS = (
+    "Tr0ub4dor",
+    "Pg-s3cret-pass",
+    "ghp_R4nd0m",
+    "R4nd0mT0ken",
+    "AKIAZ7Q2EXAMPLE4TEST",
+    "q8Vd2LmP4xR7",
+    "EXAMPLE4TEST",
+)
+
+
+def test_notebook_credentials_never_reach_the_provider(kernel: Kernel) -> None:
+    kernel.python(CREDENTIALS_CELL)
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        server.stream("<response>seen</response>")
+        assert kernel.run("what do I have?").status == "ok"
+        assert "values on" in kernel.python("%feeds values on")
+        server.stream("<response>seen</response>")
+        assert kernel.run("and now?").status == "ok"
+        kernel.python("%feeds values off")
+        server.stream("<response>seen</response>")
+        assert kernel.run("and now?").status == "ok"
+        bodies = [r.body for r in server.requests]
+    default = feed(bodies[0]["messages"][0]["content"], "notebook_variables").splitlines()
+    for line in (
+        "creds: dict (len 2)",
+        "db_url: str (len 55)",
+        "request_headers: dict (len 1)",
+        "auth_line: str (len 62)",
+        "aws_keys: tuple (len 2)",
+        "city: str (len 4)",
+        "readings: list (len 4)",
+    ):
+        assert line in default, line
+    # Opted in: ordinary values show, credentials do not.
+    values = feed(bodies[1]["messages"][0]["content"], "notebook_variables").splitlines()
+    assert "city: str (len 4) = 'Oslo'" in values
+    assert "readings: list (len 4) = [12, 15, 11, 19]" in values
+    assert "creds: dict (len 2) = (hidden: the name looks secret)" in values
+    assert "db_url: str (len 55) = 'postgresql://admin:***@db.internal:5432/prod'" in values
+    assert "request_headers: dict (len 1) = {'Authorization': ***}" in values
+    assert "auth_line: str (len 62) = 'Authorization: Bearer ***'" in values
+    assert "aws_keys: tuple (len 2) = ('***', '***')" in values
+    # Off again: no values.
+    assert "city: str (len 4)" in feed(bodies[2]["messages"][0]["content"], "notebook_variables")
+    sent = json.dumps(bodies)
+    for part in CREDENTIAL_PARTS:
+        assert part not in sent, part
+    assert "'Oslo'" not in bodies[2]["messages"][0]["content"]
+    kernel.python("%%python\ndel creds, db_url, request_headers, auth_line, aws_keys, city")
 
 
 def test_feeds_magic_adds_shows_and_removes(kernel: Kernel) -> None:

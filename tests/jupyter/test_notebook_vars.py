@@ -22,7 +22,9 @@ class Hostile:
 
 def test_odd_values_never_break_the_feed() -> None:
     text = describe_variables(
-        {"h": Hostile(), "big": list(range(1_000_000)), "ok": 1}, redactor=Redactor([])
+        {"h": Hostile(), "big": list(range(1_000_000)), "ok": 1},
+        redactor=Redactor([]),
+        values=True,
     )
     lines = text.splitlines()
     assert lines[0].startswith("h: Hostile = ")
@@ -32,7 +34,7 @@ def test_odd_values_never_break_the_feed() -> None:
 
 def test_the_most_recent_variables_within_the_cap() -> None:
     namespace = {f"v{i}": i for i in range(MAX_VARIABLES + 5)}
-    lines = describe_variables(namespace, redactor=Redactor([])).splitlines()
+    lines = describe_variables(namespace, redactor=Redactor([]), values=True).splitlines()
     assert lines[0] == "(5 older variables not shown)"
     assert lines[1] == "v5: int = 5" and len(lines) == MAX_VARIABLES + 1
 
@@ -42,7 +44,62 @@ def test_secret_names_and_values() -> None:
     text = describe_variables(
         {"db_password": "x" * 9, "keys": [1], "msg": f"use {secret}"},
         redactor=Redactor([secret]),
+        values=True,
     )
     assert "db_password: str (len 9) = (hidden: the name looks secret)" in text
     assert "keys: list (len 1) = [1]" in text  # 'keys' is not a credential's name
     assert secret not in text and "msg: str (len 20) = 'use ***'" in text
+
+
+CREDENTIALS = {
+    "creds": {"user": "admin", "pw": "hunter2-Tr0ub4dor"},
+    "login": {"user": "admin", "pw": "hunter2-Tr0ub4dor"},
+    "db_url": "postgresql://admin:S3cretPw9@db.example.com:5432/prod",
+    "headers": {"Authorization": "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+    "header_line": "Authorization: Bearer 8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c",
+    "aws_pair": ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    # A credential past reprlib's cut: scrubbed before the cut, not a fragment left.
+    "long_note": "ghp_abcdefghijklmnopqrstuvwxyz0123456789 " + "x" * 100,
+    "city": "Oslo",
+    "readings": [12, 15, 11, 19],
+}
+SECRET_PARTS = (
+    "hunter2",
+    "S3cretPw9",
+    "ghp_",
+    "abcdefghijklmnop",
+    "8f7a6b5c4d3e",
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI",
+    "EXAMPLEKEY",
+)
+
+
+def test_by_default_names_types_and_shapes_only() -> None:
+    text = describe_variables(CREDENTIALS, redactor=Redactor([]))
+    assert text.splitlines() == [
+        "creds: dict (len 2)",
+        "login: dict (len 2)",
+        "db_url: str (len 53)",
+        "headers: dict (len 1)",
+        "header_line: str (len 54)",
+        "aws_pair: tuple (len 2)",
+        "long_note: str (len 141)",
+        "city: str (len 4)",
+        "readings: list (len 4)",
+    ]
+
+
+def test_values_on_hide_every_credential_and_show_the_rest() -> None:
+    text = describe_variables(CREDENTIALS, redactor=Redactor([]), values=True)
+    lines = text.splitlines()
+    assert "creds: dict (len 2) = (hidden: the name looks secret)" in lines
+    assert "login: dict (len 2) = {'pw': ***, 'user': 'admin'}" in lines
+    assert "db_url: str (len 53) = 'postgresql://admin:***@db.example.com:5432/prod'" in lines
+    assert "headers: dict (len 1) = {'Authorization': ***}" in lines
+    assert "header_line: str (len 54) = 'Authorization: Bearer ***'" in lines
+    assert "aws_pair: tuple (len 2) = ('***', '***')" in lines
+    assert "city: str (len 4) = 'Oslo'" in lines
+    assert "readings: list (len 4) = [12, 15, 11, 19]" in lines
+    for part in SECRET_PARTS:
+        assert part not in text, part

@@ -94,9 +94,9 @@ async def test_all_seven_operations_when_allowed(tmp_path: Path) -> None:
     source = {"callable": "tests.runtime.feed_sources:prices", "parameters": {"symbol": "ACME"}}
     model = replay(
         tmp_path,
-        internal("add_context_feed", "a", id="quote", source=source, ttl=3600),
+        internal("add_context_feed", "a", id="quote", source="acme", ttl=3600),
         internal("list_context_feeds", "l"),
-        internal("update_context_feed", "u", id="quote", source={**source, "parameters": {}}),
+        internal("update_context_feed", "u", id="quote", source="default_quote"),
         internal("set_variable", "s", name="note", value={"k": 1}),
         internal("delete_variable", "d", name="note")
         + internal("remove_context_feed", "r", id="quote").replace('id="r"', 'id="r2"'),
@@ -104,6 +104,9 @@ async def test_all_seven_operations_when_allowed(tmp_path: Path) -> None:
         "<response>done</response>",
     )
     s = build_session(model, transcript_dir=tmp_path, allowed_internal=INTERNAL_ACTIONS)
+    # The model chooses these by name; the user wrote them.
+    s.feeds.declare_source("acme", source)
+    s.feeds.declare_source("default_quote", {**source, "parameters": {}})
     s._runs["earlier"] = [{"role": "user", "content": "an earlier cell"}]
     result = await s.run("go")
     assert result.status == "ok", result.message
@@ -140,43 +143,83 @@ async def test_context_feed_element_and_failing_source(tmp_path: Path) -> None:
     model = replay(
         tmp_path,
         '<context_feed id="clock" type="internal">{"source": "system_clock"}</context_feed>'
-        '<context_feed id="down">{"callable": "tests.runtime.feed_sources:broken"}</context_feed>'
+        '<context_feed id="down">{"source": "flaky"}</context_feed>'
         '<context_feed id="bad">{"url": 1}</context_feed>'
+        '<context_feed id="late" type="on_demand">{"source": "nothing_declared"}</context_feed>'
         '<response final="false">watching</response>',
         "<response>done</response>",
     )
     s = build_session(model, transcript_dir=tmp_path, allowed_internal=INTERNAL_ACTIONS)
+    s.feeds.declare_source("flaky", {"callable": "tests.runtime.feed_sources:broken"})
     result = await s.run("go")
     assert result.status == "ok"
     prompt = system(model, 1)
     assert '<feed id="clock">' in prompt and " UTC (" in prompt
     assert '<feed id="down">\n(unavailable: ConnectionError: quote service down)' in prompt
     errors = [e.message for e in result.events if e.type == "action_error"]
+    choices = (
+        ": model output may only choose a source by name, one the manifest's feed_sources or "
+        "the user (%feeds source) declared (flaky) or a built-in (system_clock, run_status); "
+        "it never writes code, a command, a tool call or an MCP server as a source"
+    )
     assert errors == [
-        "context feed 'bad' was not created: invalid context feed: source needs exactly one "
-        "of internal, tool, llm, relic, workflow, callable, mcp_resource (got url)"
+        "context feed 'bad' was not created: refused: the model wrote a source itself (url)"
+        + choices,
+        "context feed 'late' was not created: no feed source named 'nothing_declared'" + choices,
     ]
     updated = {e.feed_id: e.error for e in result.events if e.type == "feed_updated"}  # type: ignore[union-attr]
     assert updated["down"] == "ConnectionError: quote service down" and updated["clock"] is None
     await s.aclose()
 
 
+async def test_model_output_names_sources_and_never_writes_one(tmp_path: Path) -> None:
+    feed_sources.CALLS.clear()
+    prices = {"callable": "tests.runtime.feed_sources:prices"}
+    model = replay(
+        tmp_path,
+        internal("add_context_feed", "a1", id="p", source=prices),
+        # The user's variables are the user's to share, not the model's.
+        internal("add_context_feed", "a2", id="notebook_variables", type="internal"),
+        internal("add_context_feed", "a3", id="v", source={"internal": "notebook_variables"}),
+        internal("add_context_feed", "a4", id="clock", type="internal", source="system_clock"),
+        internal("update_context_feed", "u1", id="clock", parameters={"symbol": "X"}),
+        internal("update_context_feed", "u2", id="clock", source={"internal": "run_status"}),
+        "<response>done</response>",
+    )
+    s = build_session(model, transcript_dir=tmp_path, allowed_internal=INTERNAL_ACTIONS)
+    result = await s.run("go")
+    assert result.status == "ok", result.message
+    errors = {e.id: e.message for e in result.events if e.type == "action_error"}
+    assert sorted(errors) == ["a1", "a2", "a3", "u1"]
+    assert errors["a1"].startswith(
+        "add_context_feed: refused: the model wrote a source itself (callable)"
+    )
+    assert errors["a2"].startswith("add_context_feed: the feed names no source")
+    assert errors["a3"].startswith(
+        "add_context_feed: refused: the model wrote a source itself (internal)"
+    )
+    assert errors["u1"] == (
+        "update_context_feed: a context feed from model output may set only source, type, "
+        "ttl, interval, max_bytes, max_tokens, description (got parameters)"
+    )
+    assert feed_sources.CALLS == []  # never called
+    assert [spec.id for spec in s.feeds.specs] == ["clock"]
+    assert s.feeds.specs[0].source == {"internal": "run_status"}
+    assert audits(result)[:3] == [("add_context_feed", "blocked")] * 3
+    await s.aclose()
+
+
 async def test_tool_feed_and_run_status(tmp_path: Path) -> None:
     model = replay(
         tmp_path,
-        internal(
-            "add_context_feed",
-            "a",
-            id="sum",
-            source={"tool": "add", "parameters": {"a": 2, "b": 3}},
-        )
-        + "",
+        internal("add_context_feed", "a", id="sum", source="two_plus_three"),
         internal(
             "add_context_feed", "b", id="status", type="internal", source={"internal": "run_status"}
         ),
         "<response>done</response>",
     )
     s = build_session(model, transcript_dir=tmp_path, allowed_internal=INTERNAL_ACTIONS)
+    s.feeds.declare_source("two_plus_three", {"tool": "add", "parameters": {"a": 2, "b": 3}})
 
     @s.tools.register
     def add(a: int, b: int) -> int:
