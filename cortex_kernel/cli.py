@@ -59,9 +59,19 @@ def _parser() -> argparse.ArgumentParser:
         "eval", help="run an eval suite: how well does a model speak the protocol?"
     )
     evaluate.add_argument("--model", help="litellm model string or replay:PATH")
-    evaluate.add_argument("--suite", help="suite YAML file (default: the built-in suite)")
+    evaluate.add_argument(
+        "--suite",
+        help="suite YAML file (default: the built-in suite), or bfcl[:CATEGORY,...] for "
+        "BFCL's AST categories scored by BFCL's checker",
+    )
     evaluate.add_argument("--samples", type=int, default=1, help="runs per task (variance)")
     evaluate.add_argument("--task", action="append", help="run only this task id (repeatable)")
+    evaluate.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="--suite bfcl: N cases per category, drawn with --seed (default 0); default all",
+    )
     evaluate.add_argument("--out", help="folder for the JSON report (default benchmarks/results)")
     evaluate.add_argument(
         "--wall-time",
@@ -176,6 +186,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             tasks=args.task,
             out=args.out,
             wall_time=args.wall_time,
+            sample=args.sample,
         )
     if args.command == "bench":
         from .bench import run_benchmarks

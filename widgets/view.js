@@ -120,48 +120,82 @@ function onMessage(model, store, msg) {
   for (const redraw of store.views) redraw();
 }
 
-// -- a small, safe markdown renderer (escape first, then a few constructs) --
+// -- a small markdown renderer that builds DOM nodes: model text only ever
+// becomes text nodes (never innerHTML), links only to http(s)/mailto URLs --
 
-function escapeHtml(s) {
-  return String(s)
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;");
+// The element `tag` holding `text` as a text node (and `className`, if given).
+function textElement(tag, text, className) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  e.textContent = text;
+  return e;
 }
 
-function inline(s) {
-  return s
-    .replace(/`([^`]+)`/g, "<code>$1</code>")
-    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
-    .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, '<a href="$2" target="_blank" rel="noopener">$1</a>');
+// An absolute http, https or mailto URL, or null: no javascript:, data:,
+// relative (the Jupyter server's own API) or other URL from model text.
+function safeHref(url) {
+  try {
+    const parsed = new URL(url);
+    return ["http:", "https:", "mailto:"].includes(parsed.protocol) ? parsed.href : null;
+  } catch {
+    return null;
+  }
 }
 
+const INLINE = /`([^`]+)`|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*|\[([^\]]+)\]\(([^)\s]+)\)/g;
+
+// Append `s` to `parent`: `code`, **strong**, *em* and [links](https://…); the rest text.
+function inline(parent, s) {
+  let at = 0;
+  for (const m of s.matchAll(INLINE)) {
+    if (m.index > at) parent.append(s.slice(at, m.index));
+    at = m.index + m[0].length;
+    if (m[1] !== undefined) {
+      parent.append(textElement("code", m[1]));
+    } else if (m[2] !== undefined || m[3] !== undefined) {
+      const e = document.createElement(m[2] !== undefined ? "strong" : "em");
+      inline(e, m[2] !== undefined ? m[2] : m[3]);
+      parent.append(e);
+    } else {
+      const href = safeHref(m[5]);
+      if (href === null) {
+        parent.append(m[0]); // shown as written
+        continue;
+      }
+      const a = document.createElement("a");
+      a.href = href;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer nofollow";
+      inline(a, m[4]);
+      parent.append(a);
+    }
+  }
+  if (at < s.length) parent.append(s.slice(at));
+}
+
+// Markdown as a DocumentFragment: fenced code, headings, lists, paragraphs.
 export function markdown(src) {
-  const lines = escapeHtml(src).split("\n");
-  const out = [];
-  let inCode = false;
+  const out = document.createDocumentFragment();
+  let code = null; // the open fence's <code>
   let list = null;
   let para = [];
   const flushPara = () => {
-    if (para.length) out.push(`<p>${inline(para.join(" "))}</p>`);
+    if (para.length) inline(out.appendChild(document.createElement("p")), para.join(" "));
     para = [];
   };
-  const closeList = () => {
-    if (list) out.push(`</${list}>`);
-    list = null;
-  };
-  for (const line of lines) {
+  for (const line of String(src).split("\n")) {
     if (/^\s*(```|~~~)/.test(line)) {
       flushPara();
-      closeList();
-      out.push(inCode ? "</code></pre>" : "<pre><code>");
-      inCode = !inCode;
+      list = null;
+      if (code) {
+        code = null;
+      } else {
+        code = out.appendChild(document.createElement("pre")).appendChild(document.createElement("code"));
+      }
       continue;
     }
-    if (inCode) {
-      out.push(line + "\n");
+    if (code) {
+      code.append(line + "\n");
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -169,30 +203,23 @@ export function markdown(src) {
     const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
     if (heading) {
       flushPara();
-      closeList();
-      const level = Math.min(heading[1].length + 2, 6);
-      out.push(`<h${level}>${inline(heading[2])}</h${level}>`);
+      list = null;
+      inline(out.appendChild(document.createElement(`h${Math.min(heading[1].length + 2, 6)}`)), heading[2]);
     } else if (bullet || numbered) {
       flushPara();
-      const kind = bullet ? "ul" : "ol";
-      if (list !== kind) {
-        closeList();
-        out.push(`<${kind}>`);
-        list = kind;
-      }
-      out.push(`<li>${inline((bullet || numbered)[1])}</li>`);
+      const kind = bullet ? "UL" : "OL";
+      if (!list || list.tagName !== kind) list = out.appendChild(document.createElement(kind));
+      inline(list.appendChild(document.createElement("li")), (bullet || numbered)[1]);
     } else if (!line.trim()) {
       flushPara();
-      closeList();
+      list = null;
     } else {
-      closeList();
+      list = null;
       para.push(line);
     }
   }
   flushPara();
-  closeList();
-  if (inCode) out.push("</code></pre>");
-  return out.join("");
+  return out;
 }
 
 // -- rendering --------------------------------------------------------------
@@ -251,30 +278,36 @@ function renderNode(node, children, store, depth) {
   li.dataset.state = node.state;
   const row = document.createElement("div");
   row.className = "cortex-row";
-  const deps = node.deps && node.deps.length
-    ? `<span class="cortex-deps">← ${node.deps.map(escapeHtml).join(", ")}</span>`
-    : "";
-  const mode = node.mode && node.mode !== "sync"
-    ? `<span class="cortex-mode">${escapeHtml(node.mode)}</span>` : "";
-  const key = node.key ? `<span class="cortex-key">→ ${escapeHtml(node.key)}</span>` : "";
+  // Ids, names and keys are the model's: text nodes only.
+  row.append(
+    textElement("span", ICONS[node.state] || "?", "cortex-icon"),
+    textElement("span", String(node.id), "cortex-id"),
+    textElement("span", node.type || "", "cortex-type"),
+    textElement("span", node.name || "", "cortex-name"),
+  );
+  if (node.mode && node.mode !== "sync") row.append(textElement("span", node.mode, "cortex-mode"));
+  if (node.deps && node.deps.length) {
+    row.append(textElement("span", `← ${node.deps.join(", ")}`, "cortex-deps"));
+  }
+  if (node.key) row.append(textElement("span", `→ ${node.key}`, "cortex-key"));
+  row.append(textElement("span", node.state, "cortex-state"));
+  if (node.attempt > 1) row.append(textElement("span", `attempt ${Number(node.attempt)}`, "cortex-retry"));
   // Where a cluster ran it; a lost worker's call that Dask ran again shows as a retry.
-  const where = node.where
-    ? `<span class="cortex-where" title="${escapeHtml(node.backend || "")}">on ${escapeHtml(node.where)}</span>`
-    : "";
-  const retried = node.moved_from
-    ? `<span class="cortex-retry" title="worker ${escapeHtml(node.moved_from)} was lost">↻ retried after worker ${escapeHtml(node.moved_from)} was lost</span>`
-    : "";
-  const attempt = node.attempt > 1
-    ? `<span class="cortex-retry">attempt ${Number(node.attempt)}</span>` : "";
+  if (node.where) {
+    const where = textElement("span", `on ${node.where}`, "cortex-where");
+    where.title = node.backend || "";
+    row.append(where);
+  }
+  if (node.moved_from) {
+    const retried = textElement(
+      "span", `↻ retried after worker ${node.moved_from} was lost`, "cortex-retry");
+    retried.title = `worker ${node.moved_from} was lost`;
+    row.append(retried);
+  }
   const elapsed = elapsedOf(node, store);
-  row.innerHTML =
-    `<span class="cortex-icon">${ICONS[node.state] || "?"}</span>` +
-    `<span class="cortex-id">${escapeHtml(node.id)}</span>` +
-    `<span class="cortex-type">${escapeHtml(node.type || "")}</span>` +
-    `<span class="cortex-name">${escapeHtml(node.name || "")}</span>` +
-    mode + deps + key +
-    `<span class="cortex-state">${escapeHtml(node.state)}</span>` + attempt + where + retried +
-    `<span class="cortex-elapsed" data-id="${escapeHtml(node.id)}">${elapsed === null ? "" : fmtSeconds(elapsed)}</span>`;
+  const clock = textElement("span", elapsed === null ? "" : fmtSeconds(elapsed), "cortex-elapsed");
+  clock.dataset.id = node.id;
+  row.append(clock);
   li.appendChild(row);
   const detail = node.error || node.preview;
   if (detail) {
@@ -307,7 +340,7 @@ function renderNode(node, children, store, depth) {
 
 function draw(el, store, ui) {
   const doc = store.doc || emptyDoc();
-  el.innerHTML = "";
+  el.replaceChildren();
   el.className = `cortex-view cortex-status-${doc.status}`;
   el.dataset.status = doc.status;
 
@@ -360,7 +393,7 @@ function draw(el, store, ui) {
     div.dataset.done = String(r.done);
     // The final response's $vars are filled in only in the run's answer.
     const text = r.final && doc.answer ? doc.answer : r.text;
-    div.innerHTML = markdown(text);
+    div.append(markdown(text));
     el.appendChild(div);
   });
 
@@ -377,12 +410,12 @@ function draw(el, store, ui) {
     el.appendChild(div);
   }
 
-  if (doc.dashboard) {
+  if (doc.dashboard && safeHref(doc.dashboard)) {
     const link = document.createElement("a");
     link.className = "cortex-dashboard";
-    link.href = doc.dashboard;
+    link.href = safeHref(doc.dashboard);
     link.target = "_blank";
-    link.rel = "noopener";
+    link.rel = "noopener noreferrer";
     link.textContent = "Dask dashboard";
     el.appendChild(link);
   }
@@ -391,10 +424,10 @@ function draw(el, store, ui) {
   const footer = document.createElement("div");
   footer.className = "cortex-footer";
   const cost = f.cost === null || f.cost === undefined ? "" : ` · $${f.cost.toFixed(4)}`;
-  footer.innerHTML =
-    `<span class="cortex-status">${escapeHtml(doc.status)}</span>` +
-    `<span>${f.turns} turn${f.turns === 1 ? "" : "s"} · ${f.tokens} tokens${cost} · ` +
-    `<span class="cortex-clock">${fmtSeconds(doc.status === "running" ? nowOf(store) : f.seconds)}</span></span>`;
+  const stats = textElement("span", `${f.turns} turn${f.turns === 1 ? "" : "s"} · ${f.tokens} tokens${cost} · `);
+  stats.append(textElement(
+    "span", fmtSeconds(doc.status === "running" ? nowOf(store) : f.seconds), "cortex-clock"));
+  footer.append(textElement("span", doc.status, "cortex-status"), stats);
   el.appendChild(footer);
 }
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from .runner import TaskResult
 
-__all__ = ["overall", "report", "table", "write_report"]
+__all__ = ["by_category", "overall", "report", "table", "write_report"]
 
 
 def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
@@ -60,6 +60,30 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
     }
 
 
+def by_category(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
+    """Per category (in order of first appearance), over its applicable tasks.
+
+    Each entry: ``tasks``, ``correct``, ``success_rate``, ``mean_seconds``
+    (seconds per task) and ``total_seconds``.
+    """
+    groups: dict[str, list[TaskResult]] = {}
+    for r in results:
+        if r.applicable:
+            groups.setdefault(r.category, []).append(r)
+    figures: dict[str, dict[str, Any]] = {}
+    for category, done in groups.items():
+        correct = sum(r.correct for r in done)
+        seconds = [r.seconds for r in done]
+        figures[category] = {
+            "tasks": len(done),
+            "correct": correct,
+            "success_rate": round(correct / len(done), 4),
+            "mean_seconds": round(statistics.fmean(seconds), 3),
+            "total_seconds": round(sum(seconds), 1),
+        }
+    return figures
+
+
 def report(
     results: list[TaskResult],
     *,
@@ -70,11 +94,14 @@ def report(
     samples: int,
     prompt_version: str,
     limits: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as a JSON-ready dict.
 
     ``limits`` are the run limits the tasks ran under (the suite's, with any
     override from the command line); the report records them as given.
+    ``extra`` entries are added at the top level (the BFCL suite's version,
+    categories and sample).
     """
     tasks = []
     for r in results:
@@ -91,14 +118,16 @@ def report(
         "options": options,
         "samples": samples,
         "limits": dict(limits or {}),
+        **(extra or {}),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "overall": overall(results, samples),
+        "categories": by_category(results),
         "tasks": tasks,
     }
 
 
 def table(data: dict[str, Any]) -> str:
-    """A plain-text summary: one line per task, then the overall figures."""
+    """A plain-text summary: one line per task, the overall figures, one line per category."""
     lines = [
         f"{'task':<28} {'ok':<4} {'status':<9} {'turns':>5} {'acts':>4} {'errs':>4} "
         f"{'warn':>4} {'rep':>3} {'tokens':>7} {'sec':>6}"
@@ -121,6 +150,14 @@ def table(data: dict[str, Any]) -> str:
         f"ok-with-empty-answer {o['ok_with_empty_answer']}, names overwritten "
         f"{o['names_overwritten']}"
     )
+    categories = data.get("categories") or {}
+    if categories:
+        lines.append(f"{'category':<28} {'correct':>7} {'tasks':>5} {'rate':>5} {'s/task':>7}")
+        for name, c in categories.items():
+            lines.append(
+                f"{name:<28} {c['correct']:>7} {c['tasks']:>5} {c['success_rate']:>5.0%} "
+                f"{c['mean_seconds']:>7.1f}"
+            )
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
 from .suite import Suite, Task
 
-__all__ = ["TaskResult", "run_suite", "run_task"]
+__all__ = ["Progress", "TaskResult", "absorb", "end_line", "run_suite", "run_task", "start_line"]
 
 Progress = Callable[[str], None]
 
@@ -56,6 +56,8 @@ class TaskResult:
     overwritten: list[str] = field(default_factory=list)
     empty_ok: bool = False
     messages: list[str] = field(default_factory=list)
+    #: The first turn's tool calls as ``{name: parameters}`` (BFCL's model output; BFCL only).
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -67,8 +69,22 @@ class TaskResult:
         return self.prompt_tokens + self.completion_tokens
 
 
-def _absorb(result: TaskResult, run: RunResult) -> str:
-    """Add one run's figures to ``result``; return the final response as written."""
+def absorb(result: TaskResult, run: RunResult) -> str:
+    """Add one run's figures to ``result`` (turns, actions, tokens, tools called).
+
+    Parameters
+    ----------
+    result
+        The task's figures so far; updated in place.
+    run
+        A finished run of the task (its sub-agents' events are not counted).
+
+    Returns
+    -------
+    str
+        The final response as the model wrote it (before its ``$variables``
+        were filled in).
+    """
     written = ""
     buffer: list[str] | None = None
     actions: dict[str, Any] = {}
@@ -155,7 +171,7 @@ async def run_task(
     async with session:
         for message in [*task.before, task.message]:
             last = await session.run(message)
-            written = _absorb(result, last)
+            written = absorb(result, last)
     result.seconds = time.perf_counter() - started
     assert last is not None
     result.status = last.status
@@ -202,12 +218,10 @@ async def run_suite(
     folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
     results: list[TaskResult] = []
     total = len(suite.tasks) * samples
-    correct = 0
     for sample in range(samples):
         for task in suite.tasks:
-            done = len(results)
             if progress is not None:
-                progress(f"[{done + 1}/{total}] {task.id} … ({correct}/{done} correct so far)")
+                progress(start_line(task.id, results, total))
             result = await run_task(
                 task,
                 suite,
@@ -218,12 +232,30 @@ async def run_suite(
                 transcript_dir=folder,
             )
             results.append(result)
-            correct += result.correct
             if progress is not None:
-                mark = "ok " if result.correct else ("n/a" if not result.applicable else "FAIL")
-                why = f" - {result.failure}" if result.failure and result.applicable else ""
-                progress(
-                    f"[{done + 1}/{total}] {task.id}: {mark} {result.seconds:.1f} s, "
-                    f"{result.turns} turn(s){why}"
-                )
+                progress(end_line(results, total))
     return results
+
+
+def start_line(task_id: str, results: list[TaskResult], total: int) -> str:
+    """The progress line of a task that starts: ``[3/7] id … (2/2 correct so far)``.
+
+    ``results`` are the tasks done so far, ``total`` how many will run.
+    """
+    done = len(results)
+    correct = sum(r.correct for r in results)
+    return f"[{done + 1}/{total}] {task_id} … ({correct}/{done} correct so far)"
+
+
+def end_line(results: list[TaskResult], total: int) -> str:
+    """The progress line of the task that just ended (the last of ``results``).
+
+    ``[3/7] id: ok 1.2 s, 2 turn(s)``, or ``FAIL`` followed by why.
+    """
+    result = results[-1]
+    mark = "ok " if result.correct else ("n/a" if not result.applicable else "FAIL")
+    why = f" - {result.failure}" if result.failure and result.applicable else ""
+    return (
+        f"[{len(results)}/{total}] {result.id}: {mark} {result.seconds:.1f} s, "
+        f"{result.turns} turn(s){why}"
+    )

@@ -198,6 +198,8 @@ def _approvals(line: str) -> None:
 
 def _history(line: str) -> None:
     """%history [show|reset] — the conversation as the agent sees it, or forget it."""
+    from .safe_markup import terminal_safe
+
     runner = runner_for(_shell())
     command = line.strip() or "show"
     if command == "reset":
@@ -215,7 +217,7 @@ def _history(line: str) -> None:
         content = str(message.get("content") or "")
         if len(content) > 300:
             content = content[:299] + "…"
-        print(f"[{message.get('role', '?')}] {content}")
+        print(terminal_safe(f"[{message.get('role', '?')}] {content}"))
 
 
 def _read_notebook(line: str) -> None:
@@ -259,6 +261,7 @@ def _relics(line: str) -> None:
 def _variables(line: str) -> None:
     """%variables — the variables the agent's runs produced, with types and previews."""
     from ..safejson import safe_repr
+    from .safe_markup import terminal_safe
 
     runner = runner_for(_shell())
     # Named values only (output keys, set_variable): action ids are not variables.
@@ -271,7 +274,7 @@ def _variables(line: str) -> None:
         text = safe_repr(value)
         if len(text) > 80:
             text = text[:79] + "…"
-        print(f"{name:<{width}}  {type(value).__name__:<10}  {text}")
+        print(terminal_safe(f"{name:<{width}}  {type(value).__name__:<10}  {text}"))
 
 
 def _transcript(line: str) -> None:
@@ -316,7 +319,10 @@ def _short_error(
 ) -> list[str]:
     # A failed or interrupted run is one clear line, not a traceback through
     # the rewritten cell and our frames.
-    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
+    from .safe_markup import terminal_safe
+
+    # The message can hold model text: a terminal shows its control characters.
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {terminal_safe(str(value))}"]
     shell._showtraceback(etype, value, stb)
     return stb
 

@@ -72,24 +72,36 @@ CELL_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class FinalAnswer:
-    """The cell's result: the final answer, shown as markdown.
+    """The cell's result: the final answer, shown as formatted markdown.
 
-    Its ``text/plain`` is the answer itself, so saved notebooks and nbval
-    see it without quotes; its ``text/markdown`` is the answer with ``$``
-    escaped outside code, so no front end typesets it as math.
+    The answer is the model's text (with tool results in it), and a front
+    end trusts a cell it executed: every representation is inert (see
+    :mod:`cortex_kernel.jupyter.safe_markup`). ``text/html`` is the
+    markdown rendered and sanitized (what JupyterLab, Notebook 7, VS Code
+    and nbconvert show); ``text/markdown`` is it written back with raw HTML
+    escaped (for renderers of markdown only, such as LaTeX export);
+    ``text/plain`` is the answer itself, so saved notebooks and nbval see it
+    without quotes, with terminal control characters made visible. No
+    ``$`` is typeset as math.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def __repr__(self) -> str:
-        return self.text
+        from .safe_markup import terminal_safe
+
+        return terminal_safe(self.text)
 
     def _repr_markdown_(self) -> str:
-        from .viewstate import escape_math
+        from .safe_markup import markdown_source
 
-        # "$5 or $6" must never be typeset as math by the notebook's renderer.
-        return escape_math(self.text)
+        return markdown_source(self.text)
+
+    def _repr_html_(self) -> str:
+        from .safe_markup import markdown_html
+
+        return markdown_html(self.text)
 
 
 class _Options(argparse.Namespace):
@@ -218,8 +230,7 @@ class AgentRunner:
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.agent: str | None = None  # which agent of the manifest (None: its default)
-        # The notebook_variables feed, on by default (%feeds remove turns it off);
-        # its values only when the user opts in (%feeds values on).
+        # The notebook_variables feed, on by default (%feeds remove turns it off).
         self.notebook_variables = True
         self.approver = ViewApprover()
         self.results: list[RunResult] = []
@@ -233,7 +244,6 @@ class AgentRunner:
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
         #: Holds the sessions open while the kernel's loop runs.
         self.host = SessionHost()
-        self.notebook_values = False
         shell.events.register("pre_run_cell", self._pre_run_cell)
 
     @property
@@ -271,7 +281,7 @@ class AgentRunner:
         if self.notebook_variables:
             from .notebook_vars import install
 
-            install(self.shell, session, values=self.notebook_values)
+            install(self.shell, session)
         return session
 
     @property

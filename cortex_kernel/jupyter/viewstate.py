@@ -34,6 +34,14 @@ import math
 import re
 from typing import Any
 
+from .safe_markup import (
+    code_span,
+    literal_markdown,
+    safe_url,
+    sanitize_view_html,
+    terminal_safe,
+)
+
 __all__ = [
     "STATE_ICONS",
     "RunState",
@@ -592,11 +600,16 @@ def render_text(doc: dict[str, Any]) -> str:
     walk(None, 1)
     if doc.get("status_message") and doc["status"] != "ok":
         lines.append(f"  {doc['status_message']}")
-    return "\n".join(lines)
+    # Terminals print it (jupyter console): model text must not drive them.
+    return terminal_safe("\n".join(lines))
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
-    """Markdown: status, thoughts as quotes, the tree as a list, partial responses."""
+    """Markdown: status, thoughts as quotes, the tree as a list, partial responses.
+
+    Model and tool text in it (thoughts, labels, previews, errors, partial
+    responses) reads literally: escaped by :mod:`.safe_markup`, never markup.
+    """
     footer = doc["footer"]
     parts = [
         f"**Cortex run** · {doc['status']} · {len(doc['order'])} actions · "
@@ -605,22 +618,24 @@ def render_markdown(doc: dict[str, Any]) -> str:
     for thought in doc["thoughts"]:
         text = thought["text"].strip()
         if text:
-            parts.append("\n".join("> " + line for line in escape_math(text).splitlines()))
+            # Model text reads literally: no raw HTML, link or image of it renders.
+            parts.append("\n".join("> " + line for line in literal_markdown(text).splitlines()))
     tree = _children(doc)
     items: list[str] = []
 
     def walk(parent: str | None, depth: int) -> None:
         for node in tree.get(parent, []):
             icon = STATE_ICONS.get(node["state"], "?")
-            item = f"{'  ' * depth}- {icon} `{_node_label(node)}` — {node['state']}"
-            item += _placement(node)
+            label = code_span(_node_label(node))
+            item = f"{'  ' * depth}- {icon} {label} — {literal_markdown(node['state'])}"
+            item += literal_markdown(_placement(node))
             if (node.get("approval") or {}).get("decision"):
-                item += f" [{node['approval']['decision']}]"
+                item += f" {literal_markdown('[' + node['approval']['decision'] + ']')}"
             if node.get("deps"):
-                item += f" (after {', '.join(node['deps'])})"
+                item += f" {literal_markdown('(after ' + ', '.join(node['deps']) + ')')}"
             detail = node.get("preview") or node.get("error")
             if detail:
-                item += f": {_clip(str(detail), 120)}".replace("\n", " ")
+                item += ": " + literal_markdown(_clip(str(detail), 120).replace("\n", " "))
             items.append(item)
             walk(node["id"], depth + 1)
 
@@ -629,14 +644,18 @@ def render_markdown(doc: dict[str, Any]) -> str:
         parts.append("\n".join(items))
     for response in doc["responses"]:
         if not response["final"] and response["text"].strip():
-            parts.append(f"*{escape_math(response['text'].strip())}*")
+            parts.append(f"*{literal_markdown(response['text'].strip())}*")
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
-        parts.append(f"**{doc['status']}**: {doc['status_message']}")
+        parts.append(f"**{doc['status']}**: {literal_markdown(doc['status_message'])}")
     return "\n\n".join(parts)
 
 
 def render_html(doc: dict[str, Any]) -> str:
-    """Self-contained HTML (inline styles only, which sanitizers keep)."""
+    """Self-contained HTML (inline styles only, which sanitizers keep).
+
+    Every text field is escaped and the whole goes through nh3
+    (:func:`.safe_markup.sanitize_view_html`): a trusted output runs no script.
+    """
     esc = html.escape
     footer = doc["footer"]
     # tex2jax_ignore / mathjax_ignore and every "$" in its own element:
@@ -690,7 +709,7 @@ def render_html(doc: dict[str, Any]) -> str:
             out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
-    if doc.get("dashboard"):
+    if doc.get("dashboard") and safe_url(doc["dashboard"]):
         link = esc(doc["dashboard"], quote=True)
         out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
     cost = footer["cost"]
@@ -700,7 +719,8 @@ def render_html(doc: dict[str, Any]) -> str:
         f"{footer['tokens']} tokens · {cost_text} · {footer['seconds']:.1f}s</div>"
     )
     out.append("</div>")
-    return "".join(out).replace("$", _DOLLAR_HTML)
+    # Every field above is escaped; the sanitizer is the second line of defence.
+    return sanitize_view_html("".join(out).replace("$", _DOLLAR_HTML))
 
 
 class TerminalView:
@@ -737,7 +757,7 @@ class TerminalView:
         depth, parent = 1, node.get("parent")
         while parent in nodes and depth <= len(nodes):  # bounded: a parent loop ends
             depth, parent = depth + 1, nodes[parent].get("parent")
-        print(_text_line(node, depth), flush=True)
+        print(terminal_safe(_text_line(node, depth)), flush=True)
 
     def finish(self) -> None:
         """Print the final state."""
