@@ -230,8 +230,10 @@ class AgentRunner:
         self.manifest: str | None = None
         self.read_notebook = False  # %read_notebook: may $name read the user's variables?
         self.agent: str | None = None  # which agent of the manifest (None: its default)
-        # The notebook_variables feed, on by default (%feeds remove turns it off).
+        # The notebook_variables feed, on by default (%feeds remove turns it off);
+        # its values only when the user opts in (%feeds values on).
         self.notebook_variables = True
+        self.notebook_values = False
         self.approver = ViewApprover()
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
@@ -281,7 +283,7 @@ class AgentRunner:
         if self.notebook_variables:
             from .notebook_vars import install
 
-            install(self.shell, session)
+            install(self.shell, session, values=self.notebook_values)
         return session
 
     @property

@@ -201,6 +201,8 @@ class PromptContext(BaseModel):
     workflows: list[dict[str, Any]] = Field(default_factory=list)
     internal_actions: list[str] = Field(default_factory=list)
     feeds: list[FeedSlot] = Field(default_factory=list)
+    # Named sources a feed the model adds may choose ({"name", "description"}).
+    feed_sources: list[dict[str, str]] = Field(default_factory=list)
     protocol: str = "xml"  # "xml" or "tools"
 
 
@@ -208,8 +210,6 @@ class PromptContext(BaseModel):
 ModelResolver = Callable[[str], "Model"]
 
 
-    # Named sources a feed the model adds may choose ({"name", "description"}).
-    feed_sources: list[dict[str, str]] = Field(default_factory=list)
 class PromptBuilder(Protocol):
     """Builds the system prompt of a turn."""
 
