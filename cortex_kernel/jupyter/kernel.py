@@ -163,11 +163,13 @@ class CortexKernel(IPythonKernel):
         return reply
 
     # Cells are prose for the agent: markdown is what front ends should
-    # highlight and what `nbconvert --to script` should write.
+    # highlight and what `nbconvert --to script` should write. Exporters
+    # highlight with Pygments' "cortex" lexer (jupyter/lexer.py): markdown,
+    # and %%python cells as Python.
     language_info = {  # noqa: RUF012 - ipykernel's own attribute, read-only by convention
         "name": "markdown",
         "mimetype": "text/markdown",
         "file_extension": ".md",
         "codemirror_mode": "markdown",
-        "pygments_lexer": "markdown",
+        "pygments_lexer": "cortex",
     }
