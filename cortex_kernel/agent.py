@@ -117,7 +117,8 @@ def build_session(
     agent
         Which agent of a manifest that defines several (default: its ``default``).
     approver
-        Decides on tools marked ``confirm: true`` (``None``: such calls are refused).
+        Decides on tools and relic operations marked ``confirm: true``, in
+        this session and its sub-agents' (``None``: such calls are refused).
     relics
         Where the manifest's relics live: the owner's registry (the kernel
         passes one per kernel, so relics outlive sessions). ``None``: the
@@ -275,7 +276,9 @@ def _sub_agents(
         # A sub-agent with no model of its own thinks with its parent's.
         model = None if sub_spec.model.name else session.model
         kw: dict[str, Any] = {"transcript_dir": session.transcript_dir}
-        return _compose(model, snapshot, sub, None, None, None, session.relics, kw)
+        # Whoever approves the session's confirm: true calls approves its
+        # sub-agents' too (--yes, the view's buttons, %approvals).
+        return _compose(model, snapshot, sub, None, None, session.approver, session.relics, kw)
 
     described = {sub.name: sub.description for sub in spec.sub_agents}
     session.executors[ActionType.AGENT] = AgentExecutor(
@@ -349,7 +352,9 @@ def _relics(
         raise ConfigError(str(exc)) from None
     names = [relic.name for relic in spec.relics]
     session.relics = relics
-    session.executors[ActionType.RELIC] = RelicExecutor(relics, names)
+    session.executors[ActionType.RELIC] = RelicExecutor(
+        relics, names, confirm_network=spec.confirm.network
+    )
     session.catalog["relics"] = relics.catalog(names)
 
 

@@ -455,6 +455,10 @@ class RelicSpec(_Strict):
     - ``sqlite``: the built-in key-value store in the file ``path`` of the
       workspace (default ``NAME.sqlite``): ``get``, ``set``, ``delete``,
       ``keys``, ``items``.
+
+    ``confirm`` follows the tools' rules: ``true`` asks a human before every
+    operation, a list before those operations, and a docker relic with
+    ``network: true`` asks whenever the agent's ``confirm.network`` is set.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -493,6 +497,25 @@ class RelicSpec(_Strict):
     )
     timeout: float | None = Field(default=60.0, gt=0, description="seconds per operation")
     startup_timeout: float = Field(default=30.0, gt=0, description="seconds to start")
+    confirm: bool | list[str] = Field(
+        default=False,
+        description="ask a human before every operation (true) or before these operations",
+    )
+
+    def confirms(self, operation: str, network: bool = False) -> bool:
+        """Whether calling ``operation`` needs a human's approval.
+
+        Parameters
+        ----------
+        operation
+            The operation called.
+        network
+            The agent's ``confirm.network``: a docker relic with a network
+            then needs approval as a docker tool with one does.
+        """
+        if self.confirm is True or (isinstance(self.confirm, list) and operation in self.confirm):
+            return True
+        return network and self.kind == "docker" and self.network
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> RelicSpec:

@@ -241,14 +241,39 @@ function elapsedOf(node, store) {
   return Math.max(0, end - node.t0);
 }
 
-// A tool marked confirm: true waits for the user: its exact parameters and
-// Approve / Deny buttons, whose click goes to the kernel as a custom message.
+// The request's text as the kernel made it visible (viewstate.visible_text):
+// every "⟨" opens a marker (a count of spaces, a tab, an invisible or bidi
+// code point; a literal "⟨" is itself escaped), set apart here. Text nodes
+// only: nothing in it is ever markup.
+function fillShown(pre, shown) {
+  let at = 0;
+  for (const m of shown.matchAll(/⟨[^⟩]*⟩/g)) {
+    if (m.index > at) pre.appendChild(document.createTextNode(shown.slice(at, m.index)));
+    const mark = document.createElement("span");
+    mark.className = "cortex-approval-mark";
+    mark.textContent = m[0];
+    pre.appendChild(mark);
+    at = m.index + m[0].length;
+  }
+  if (at < shown.length) pre.appendChild(document.createTextNode(shown.slice(at)));
+}
+
+// A call marked confirm: true waits for the user: what asks (which run,
+// workflow or sub-agent), its exact parameters whole (the box scrolls), and
+// Approve / Deny buttons. A click answers the request's token with the
+// digest of the text this box shows: the kernel refuses any other.
 function renderApproval(node, store) {
   const box = document.createElement("div");
   box.className = "cortex-approval";
+  const head = document.createElement("div");
+  head.className = "cortex-approval-head";
+  const approval = node.approval;
+  head.textContent = `${approval.kind || "tool"} '${approval.tool || ""}'` +
+    (approval.asker ? `, asked by ${approval.asker}` : "");
+  box.appendChild(head);
   const params = document.createElement("pre");
   params.className = "cortex-approval-params";
-  params.textContent = node.approval.parameters || "{}";
+  fillShown(params, approval.parameters || "{}");
   box.appendChild(params);
   if (node.approval.decision) {
     const done = document.createElement("div");
@@ -264,7 +289,11 @@ function renderApproval(node, store) {
     button.textContent = label;
     button.addEventListener("click", () => {
       for (const b of box.querySelectorAll("button")) b.disabled = true;
-      if (store.model) store.model.send({ type: "approval", id: node.id, approved });
+      if (store.model) {
+        store.model.send({
+          type: "approval", id: node.id, token: approval.token, digest: approval.digest, approved,
+        });
+      }
     });
     box.appendChild(button);
   }

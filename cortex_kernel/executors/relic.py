@@ -29,7 +29,7 @@ import contextlib
 import re
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -42,7 +42,9 @@ from ..manifest import RelicSpec
 from ..protocol.models import Action
 from ..protocol.parser_events import Warning
 from ..runtime.ports import ExecutionContext, Executor
+from ..runtime.run_events import scoped_emit
 from ..runtime.tools import closest_names
+from .approval import ask_approval
 from .relic_base import NO_PARAMETERS, Relic, RelicPlace
 
 __all__ = [
@@ -156,11 +158,31 @@ class RelicRegistry:
         old relic and replaces it.
         """
         current = self._handles.get(spec.name)
+        if current is not None and current.relic.spec == spec and current.relic.place == place:
+            return
+        relic = make_relic(spec, place)
+        if isinstance(spec.confirm, list):
+            # An operation that does not exist would never ask: say so now.
+            known = relic.operations()
+            unknown = sorted(op for op in spec.confirm if op not in known)
+            if unknown:
+                raise RelicError(
+                    f"{place.source} relics '{spec.name}': confirm names no operation of it: "
+                    f"{', '.join(unknown)} (its operations: {', '.join(sorted(known)) or 'none'})"
+                )
         if current is not None:
-            if current.relic.spec == spec and current.relic.place == place:
-                return
             current.relic.stop()
-        self._handles[spec.name] = _Handle(make_relic(spec, place))
+        self._handles[spec.name] = _Handle(relic)
+
+    def spec(self, name: str) -> RelicSpec:
+        """The manifest entry of relic ``name``.
+
+        Raises
+        ------
+        UnknownActionError
+            No relic of that name.
+        """
+        return self._get(name).relic.spec
 
     def names(self) -> list[str]:
         """The declared relics' names."""
@@ -215,6 +237,7 @@ class RelicRegistry:
         parameters: dict[str, Any] | None = None,
         *,
         warn: Callable[[str], None] | None = None,
+        approve: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> Any:
         """Call ``operation`` of relic ``name``, starting (or restarting) it first if needed.
 
@@ -224,6 +247,9 @@ class RelicRegistry:
             What to call (the parameters are checked against the operation's schema).
         warn
             Told about a restart after a crash (the executor makes it a ``warning`` event).
+        approve
+            Awaited with the checked parameters before the relic starts or
+            is called; raising refuses the call (a human's approval).
 
         Raises
         ------
@@ -233,9 +259,11 @@ class RelicRegistry:
             It could not start, the parameters are bad, or the operation failed.
         """
         handle = self._get(name)
-        await self._ensure_running(handle, warn)
         relic = handle.relic
         arguments = relic.validate(operation, dict(parameters or {}))
+        if approve is not None:
+            await approve(arguments)
+        await self._ensure_running(handle, warn)
         handle.calls += 1
         try:
             with anyio.fail_after(relic.spec.timeout):
@@ -378,11 +406,17 @@ class RelicExecutor(Executor):
         Where the relics live (shared with the other sessions of the owner).
     names
         The relics this agent may use.
+    confirm_network
+        The agent's ``confirm.network``: docker relics with a network ask a
+        human before every operation, as docker tools with one do.
     """
 
-    def __init__(self, registry: RelicRegistry, names: list[str]) -> None:
+    def __init__(
+        self, registry: RelicRegistry, names: list[str], confirm_network: bool = False
+    ) -> None:
         self.registry = registry
         self.names = list(names)
+        self.confirm_network = confirm_network
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
         """Unknown relic or operation, or a missing operation: an ``action_error``."""
@@ -391,11 +425,16 @@ class RelicExecutor(Executor):
         return self.registry.check(str(action.name), operation, self.names)
 
     async def execute(self, action: Action, body: dict[str, Any], context: ExecutionContext) -> Any:
-        """Call the operation (starting the relic on first use); its result is the action's."""
+        """Call the operation (starting the relic on first use); its result is the action's.
+
+        An operation its relic's ``confirm`` covers waits for the context's
+        approver first, with the checked parameters (before the relic starts).
+        """
         action_id = action.id or "?"
+        emit = scoped_emit(context.emit)  # a workflow's step reports as w1/a1
 
         def warn(message: str) -> None:
-            context.emit(Warning(span=(0, 0), t=context.clock(), id=action_id, message=message))
+            emit(Warning(span=(0, 0), t=context.clock(), id=action_id, message=message))
 
         operation = body.get("operation")
         if operation is None and "op" in body:
@@ -404,6 +443,19 @@ class RelicExecutor(Executor):
         parameters = body.get("parameters", {})
         if not isinstance(parameters, dict):
             raise RelicError(f"relic '{body.get('name')}': \"parameters\" must be a JSON object")
-        return await self.registry.call(
-            str(body.get("name")), str(operation), parameters, warn=warn
-        )
+        name, operation = str(body.get("name")), str(operation)
+        approve = None
+        if self.registry.spec(name).confirms(operation, self.confirm_network):
+
+            async def approve(arguments: dict[str, Any]) -> None:
+                await ask_approval(
+                    context,
+                    action_id,
+                    f"{name}.{operation}",
+                    "relic",
+                    arguments,
+                    error=RelicError,
+                    what=f"relic operation '{name}.{operation}'",
+                )
+
+        return await self.registry.call(name, operation, parameters, warn=warn, approve=approve)

@@ -22,7 +22,7 @@ from typing import Any
 from ..exceptions import ActionError
 from ..protocol.models import Action, ActionType
 from ..runtime.ports import ExecutionContext, Executor
-from ..runtime.run_events import nest_event
+from ..runtime.run_events import action_scope, nest_event, scoped_emit
 from ..runtime.session import Session
 
 __all__ = ["AgentExecutor", "SessionFactory"]
@@ -77,19 +77,23 @@ class AgentExecutor(Executor):
         if isinstance(nested, AgentExecutor):  # the whole subtree stays within our limit
             nested.max_depth = min(nested.max_depth, self.max_depth)
 
-        def forward(event: Any) -> None:
-            context.emit(nest_event(event, action.id))
+        emit = scoped_emit(context.emit)  # within the workflow this action may be a step of
 
-        # The action owns the sub-agent's session: its background work ends with the action.
-        async with session:
-            # Its actions and tokens count against this run's limits too.
-            result = await session.run(
-                message,
-                on_event=forward,
-                depth=context.depth + 1,
-                budget=context.budget,
-                caller=action.id,
-            )
+        def forward(event: Any) -> None:
+            emit(nest_event(event, action.id))
+
+        # The action owns the sub-agent's session: its background work ends with the
+        # action. Its run names its own actions (forward nests them under this one).
+        with action_scope(None):
+            async with session:
+                # Its actions and tokens count against this run's limits too.
+                result = await session.run(
+                    message,
+                    on_event=forward,
+                    depth=context.depth + 1,
+                    budget=context.budget,
+                    caller=action.id,
+                )
         if result.status not in ("ok", "incomplete"):
             raise ActionError(
                 f"sub-agent '{name}' ended with status {result.status}: "

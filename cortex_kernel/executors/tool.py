@@ -4,6 +4,8 @@ Parameters are validated against the tool's schema before anything runs (a
 bad one fails the action with a message naming the parameter, which goes
 back to the model). A tool marked ``confirm: true`` then waits for the
 context's approver (see :mod:`.approval`); with none, the call is refused.
+The events of a call (approval, stderr, placement) carry the action's whole
+id: a workflow's step ``a1`` reports as ``w1/a1``.
 
 Python tools run in the kernel (``local``) or on a :class:`ToolBackend`
 (``dask``): the tool's own ``executor``, else the agent's default. Where a
@@ -22,9 +24,9 @@ from ..exceptions import ToolError
 from ..protocol.models import Action
 from ..runtime.drift import schema_as_parameters_message
 from ..runtime.ports import ExecutionContext, Executor, ToolBackend
-from ..runtime.run_events import ActionLog, ActionPlaced, ApprovalDecided, ApprovalRequested
+from ..runtime.run_events import ActionLog, ActionPlaced, scoped_emit
 from ..runtime.tools import Tool, unknown_tool_message
-from .approval import ApprovalRequest, Approver
+from .approval import ask_approval
 
 __all__ = ["ToolExecutor", "log_stderr"]
 
@@ -94,20 +96,27 @@ class ToolExecutor(Executor):
         tool = context.tools.get(str(body.get("name", action.name)))
         parameters = body.get("parameters")
         arguments = tool.validate(parameters if isinstance(parameters, dict) else {})
-        if tool.confirm:
-            await self._approve(action, tool.name, tool.kind, arguments, context)
         action_id = action.id or "?"
-        _STDERR.set(
-            lambda text: context.emit(ActionLog(t=context.clock(), id=action_id, text=text))
-        )
+        if tool.confirm:
+            await ask_approval(
+                context,
+                action_id,
+                tool.name,
+                tool.kind,
+                arguments,
+                error=ToolError,
+                what=f"tool '{tool.name}'",
+            )
+        emit = scoped_emit(context.emit)
+        _STDERR.set(lambda text: emit(ActionLog(t=context.clock(), id=action_id, text=text)))
         backend = self.backend_for(tool)
         if tool.kind == "python" and tool.timeout is not None:
             try:
                 with anyio.fail_after(tool.timeout):
-                    return await self._call(tool, arguments, backend, action_id, context)
+                    return await self._call(tool, arguments, backend, action_id, context, emit)
             except TimeoutError:
                 raise ToolError(f"tool '{tool.name}' timed out after {tool.timeout:g} s") from None
-        return await self._call(tool, arguments, backend, action_id, context)
+        return await self._call(tool, arguments, backend, action_id, context, emit)
 
     async def _call(
         self,
@@ -116,6 +125,7 @@ class ToolExecutor(Executor):
         backend: ToolBackend | None,
         action_id: str,
         context: ExecutionContext,
+        emit: Callable[[Any], None],
     ) -> Any:
         if backend is None:
             budget = context.budget
@@ -131,7 +141,7 @@ class ToolExecutor(Executor):
         def report(where: str, moved_from: str | None) -> None:
             nonlocal placements
             placements += 1
-            context.emit(
+            emit(
                 ActionPlaced(
                     t=context.clock(),
                     id=action_id,
@@ -144,42 +154,3 @@ class ToolExecutor(Executor):
             )
 
         return await backend.call(tool, arguments, report)
-
-    async def _approve(
-        self,
-        action: Action,
-        name: str,
-        kind: str,
-        arguments: dict[str, Any],
-        context: ExecutionContext,
-    ) -> None:
-        approver: Approver | None = context.extra.get("approver")
-        action_id = action.id or "?"
-        if approver is None:
-            raise ToolError(
-                f"tool '{name}' needs a human's approval (confirm: true) and nobody can "
-                "approve here; a headless run approves every such call only with --yes"
-            )
-        shown = {key: _plain(value) for key, value in arguments.items()}
-        context.emit(
-            ApprovalRequested(t=context.clock(), id=action_id, tool=name, parameters=shown)
-        )
-        approved = await approver(ApprovalRequest(action_id, name, kind, shown))
-        context.emit(
-            ApprovalDecided(
-                t=context.clock(), id=action_id, tool=name, approved=approved, by=approver.by
-            )
-        )
-        if not approved:
-            raise ToolError(f"the user denied the call to tool '{name}'")
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON data (what the approver and the transcript show)."""
-    import json
-
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value

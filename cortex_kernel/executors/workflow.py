@@ -26,7 +26,7 @@ from ..manifest import WorkflowSpec
 from ..protocol.models import Action, ActionMode, ActionType
 from ..runtime.nodes import NodeState
 from ..runtime.ports import ExecutionContext, Executor
-from ..runtime.run_events import nest_event
+from ..runtime.run_events import action_scope, scoped_emit
 from ..runtime.scheduler import Scheduler
 from ..runtime.variables import VariableStore
 
@@ -88,7 +88,10 @@ class WorkflowExecutor(Executor):
         store.values.update(params)  # $param; steps' results go to $step (by id)
         token = _ACTIVE.set((*active, spec.name))
         try:
-            nodes = await self._run_steps(spec, action.id, store, context)
+            # The steps' own events (an approval, a tool's stderr) name them
+            # as the scheduler's do: ACTION/step, within any outer workflow.
+            with action_scope(action.id):
+                nodes = await self._run_steps(spec, store, context)
         finally:
             _ACTIVE.reset(token)
         for step in spec.steps:
@@ -103,7 +106,7 @@ class WorkflowExecutor(Executor):
         return {key: nodes[key].result for key in wanted}
 
     async def _run_steps(
-        self, spec: WorkflowSpec, parent: str, store: VariableStore, context: ExecutionContext
+        self, spec: WorkflowSpec, store: VariableStore, context: ExecutionContext
     ) -> dict[str, Any]:
         assert context.dispatch is not None
         async with anyio.create_task_group() as tg:
@@ -112,7 +115,7 @@ class WorkflowExecutor(Executor):
                 execute=context.dispatch,
                 validate=context.validate,
                 variables=store,
-                emit=lambda event: context.emit(nest_event(event, parent)),
+                emit=scoped_emit(context.emit),
                 clock=context.clock,
                 max_parallel=self.max_parallel,
             )

@@ -77,10 +77,11 @@ class RunView(anywidget.AnyWidget):
     snapshot = traitlets.Dict().tag(sync=True)
 
     def __init__(
-        self, on_approval: Callable[[str, bool], object] | None = None, **kwargs: Any
+        self, on_approval: Callable[[str, str, bool], str | None] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(view_id=uuid.uuid4().hex, **kwargs)
-        # Approve / Deny buttons: {"type": "approval", "id", "approved"} from the front end.
+        # Approve / Deny buttons: {"type": "approval", "token", "digest", "approved"}
+        # from the front end; on_approval returns why it refused an answer, if it did.
         self.on_approval = on_approval
         self.state = RunState()
         self.messages_sent = 0
@@ -190,8 +191,7 @@ class RunView(anywidget.AnyWidget):
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "approval":
-            if self.on_approval is not None and isinstance(content.get("id"), str):
-                self.on_approval(content["id"], content.get("approved") is True)
+            self._on_answer(content)
             return
         if isinstance(content, dict) and content.get("type") == "sync":
             # Pending ops are already in the document: send them first so the
@@ -199,6 +199,19 @@ class RunView(anywidget.AnyWidget):
             self.flush()
             reply = {"seq": self.state.seq, "now": self._now(), "snapshot": self.state.doc}
             self._send_delta(reply)
+
+    def _on_answer(self, content: dict[str, Any]) -> None:
+        token, digest = content.get("token"), content.get("digest")
+        if self.on_approval is None:
+            return
+        if not isinstance(token, str) or not isinstance(digest, str):
+            refused: str | None = "it names no request token and digest"
+        else:
+            refused = self.on_approval(token, digest, content.get("approved") is True)
+        if refused is not None and not self.static:
+            # Said in the view (which redraws, so its buttons work again).
+            self.state.apply({"type": "warning", "message": f"approval answer refused: {refused}"})
+            self._schedule()
 
     # -- static representations ----------------------------------------------
 

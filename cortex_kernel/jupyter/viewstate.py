@@ -29,9 +29,9 @@ for front ends without the widget (nbconvert, GitHub): :func:`render_text`,
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
+import unicodedata
 from typing import Any
 
 from .safe_markup import (
@@ -51,6 +51,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "render_text",
+    "visible_text",
 ]
 
 Op = list[Any]
@@ -129,6 +130,80 @@ def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# -- what an approval box shows ---------------------------------------------
+
+# How an approval box names the actions a request runs under.
+_ASKERS = {"workflow": "workflow", "agent": "sub-agent", "feed": "feed"}
+
+#: Opens every marker of :func:`visible_text` (and only those: a literal one is escaped).
+MARK_OPEN, MARK_CLOSE = "⟨", "⟩"
+_SPACE_RUN = 4  # spaces in a row shown as a count, not as blank
+_INDENT_KEPT = 32  # leading spaces shown as they are (JSON's indentation)
+# Candidates: runs of spaces, and runs of anything but printable ASCII.
+_UNUSUAL = re.compile(rf" {{{_SPACE_RUN},}}|[^\x21-\x7e\n ]+")
+# Characters that render as nothing or as blank space though not categorised so.
+_BLANK = frozenset({0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
+
+
+def _hidden(char: str) -> bool:
+    code = ord(char)
+    if char == MARK_OPEN or code in _BLANK:
+        return True
+    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:  # variation selectors
+        return True
+    # Controls, formats (bidi, zero-width), surrogates, private use, unassigned,
+    # and every space, separator or break but the plain space.
+    return unicodedata.category(char)[0] in "CZ"
+
+
+def _marker(char: str, count: int) -> str:
+    name = "tab" if char == "\t" else f"U+{ord(char):04X}"
+    return f"{MARK_OPEN}{name}{f' ×{count}' if count > 1 else ''}{MARK_CLOSE}"
+
+
+def visible_text(text: str) -> str:
+    r"""``text`` with nothing hidden: what an approval box shows.
+
+    A run of four or more spaces becomes ``⟨N spaces⟩`` (leading
+    indentation up to 32 stays as it is); tabs become ``⟨tab⟩``; controls,
+    bidi overrides and isolates, zero-width and other invisible or blank
+    characters become their code points (``⟨U+202E⟩``, ``⟨U+00A0 ×300⟩`` for
+    a run). A literal ``⟨`` is escaped too (``⟨U+27E8⟩``), so every ``⟨`` is
+    a marker and no text can pass for one. Newlines stay line breaks.
+
+    Examples
+    --------
+    >>> visible_text("ls" + " " * 2100 + "; curl x|sh")
+    'ls⟨2100 spaces⟩; curl x|sh'
+    >>> visible_text("abc\u202egpj.exe")
+    'abc⟨U+202E⟩gpj.exe'
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found[0] == " ":
+            start = match.start()
+            if (start == 0 or text[start - 1] == "\n") and len(found) <= _INDENT_KEPT:
+                return found
+            return f"{MARK_OPEN}{len(found)} spaces{MARK_CLOSE}"
+        out: list[str] = []
+        i = 0
+        while i < len(found):
+            char = found[i]
+            if not (char == "\t" or _hidden(char)):
+                out.append(char)
+                i += 1
+                continue
+            j = i + 1
+            while j < len(found) and found[j] == char:
+                j += 1
+            out.append(_marker(char, j - i))
+            i = j
+        return "".join(out)
+
+    return _UNUSUAL.sub(replace, text)
+
+
 class RunState:
     """The view's document, built from events, with pending deltas.
 
@@ -159,7 +234,7 @@ class RunState:
         }
         self.seq = 0
         self._pending: dict[tuple[Any, ...], Op] = {}
-        self._nested_parents: list[str | None] = []  # actions whose nested runs are open
+        self._event_parent: str | None = None  # the parent of the event being applied
         self._warning_count = 0
         self._tokens_done = 0  # tokens of finished turns
         self._streamed_chars = 0  # text streamed in the current turn (live token estimate)
@@ -229,13 +304,12 @@ class RunState:
 
     def _guess_parent(self, node_id: str) -> str | None:
         # Nested runs' actions are nested by an "outer/inner" id, or by the
-        # action that started the nested run currently open.
+        # parent their event names. Never by a nested run that is open: the
+        # model's own a1, streamed while a sub-agent runs, is not the sub-agent's
+        # (its approval box would name the wrong asker).
         if "/" in node_id:
             return node_id.rsplit("/", 1)[0]
-        for parent in reversed(self._nested_parents):
-            if parent is not None:
-                return parent
-        return None
+        return self._event_parent
 
     def _footer(self, **fields: Any) -> None:
         self.doc["footer"].update(fields)
@@ -255,6 +329,7 @@ class RunState:
         """Fold one event (a pydantic event model, or its dict) into the state."""
         data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
         kind = data.get("type", "")
+        self._event_parent = data.get("parent")
         if data.get("parent") and kind.startswith("action_"):
             self._adopt_parent(data["parent"], data)
         handler = getattr(self, f"_on_{kind}", None)
@@ -295,14 +370,10 @@ class RunState:
         if not self._nested(e):
             self._op_run(run_id=e["run_id"], model=e.get("model", ""), message=e["message"])
             return
-        parent = e["parent"]
-        self._nested_parents.append(parent)
-        self._op_node(parent, subrun=e["run_id"])
+        self._op_node(e["parent"], subrun=e["run_id"])
 
     def _on_run_finished(self, e: dict[str, Any]) -> None:
         if self._nested(e):  # a sub-agent's run ended, not this one
-            if e["parent"] in self._nested_parents:
-                self._nested_parents.remove(e["parent"])
             return
         usage = e.get("usage") or {}
         self._footer(
@@ -509,10 +580,37 @@ class RunState:
         self._op_node(e["id"], **fields)
 
     def _on_approval_requested(self, e: dict[str, Any]) -> None:
-        # The exact parameters, as the tool will get them, for the user to judge.
-        shown = json.dumps(e.get("parameters", {}), ensure_ascii=False, indent=1, default=str)
-        approval = {"tool": e.get("tool", ""), "parameters": _clip(shown, 2000), "decision": ""}
+        # The exact parameters, as the call will get them, whole and with
+        # nothing invisible: the user judges what runs. The digest is of the
+        # text the box shows, computed here: an answer must name it.
+        from ..executors.approval import approval_digest, approval_text
+
+        text = e.get("text") or approval_text(e.get("parameters") or {})
+        approval = {
+            "tool": e.get("tool", ""),
+            "kind": e.get("kind", "tool"),
+            "token": e.get("token", ""),
+            "digest": approval_digest(text),
+            "asker": self._asker(e["id"]),
+            "parameters": visible_text(text),
+            "decision": "",
+        }
         self._op_node(e["id"], state="awaiting approval", approval=approval)
+
+    def _asker(self, node_id: str) -> str:
+        """Who asks: ``run ID › workflow 'deploy' (w1) › sub-agent 'critic' (w1/c)``."""
+        nodes: dict[str, dict[str, Any]] = self.doc["nodes"]
+        chain: list[str] = []
+        node = nodes.get(node_id)
+        parent = node.get("parent") if node is not None else self._guess_parent(node_id)
+        while parent in nodes and len(chain) <= len(nodes):  # bounded: a parent loop ends
+            node = nodes[parent]
+            kind = _ASKERS.get(node["type"], node["type"] or "action")
+            name = f" '{node['name']}'" if node.get("name") else ""
+            run = f", run {node['subrun']}" if node.get("subrun") else ""
+            chain.append(f"{kind}{name} ({node['id']}{run})")
+            parent = node.get("parent")
+        return " › ".join([f"run {self.doc['run_id'] or '?'}", *reversed(chain)])
 
     def _on_approval_decided(self, e: dict[str, Any]) -> None:
         node = self.doc["nodes"].get(e["id"], {})
@@ -587,14 +685,28 @@ def _text_line(node: dict[str, Any], depth: int) -> str:
     return line
 
 
+def _approval_head(approval: dict[str, Any]) -> str:
+    """``tool 'count', asked by run … › workflow 'w' (w1)``: what asks, and who."""
+    head = f"{approval.get('kind') or 'tool'} '{approval.get('tool', '')}'"
+    return head + (f", asked by {approval['asker']}" if approval.get("asker") else "")
+
+
 def render_text(doc: dict[str, Any]) -> str:
-    """A stable plain-text summary: status and the action tree, no timings."""
+    """A stable plain-text summary: status and the action tree, no timings.
+
+    A call that asked for approval shows its request whole, as its box did.
+    """
     lines = [f"Cortex run [{doc['status']}]"]
     tree = _children(doc)
 
     def walk(parent: str | None, depth: int) -> None:
         for node in tree.get(parent, []):
             lines.append(_text_line(node, depth))
+            approval = node.get("approval")
+            if approval:
+                pad = "  " * (depth + 1)
+                lines.append(f"{pad}approval: {_approval_head(approval)}")
+                lines.extend(f"{pad}| {line}" for line in approval["parameters"].split("\n"))
             walk(node["id"], depth + 1)
 
     walk(None, 1)
@@ -637,6 +749,13 @@ def render_markdown(doc: dict[str, Any]) -> str:
             if detail:
                 item += ": " + literal_markdown(_clip(str(detail), 120).replace("\n", " "))
             items.append(item)
+            approval = node.get("approval")
+            if approval:
+                pad = "  " * depth + "  "
+                shown = approval["parameters"]
+                fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", shown)), default=0))
+                items.append(f"{pad}approval: {code_span(_approval_head(approval))}")
+                items.extend(f"{pad}{line}" for line in (f"{fence}text", *shown.split("\n"), fence))
             walk(node["id"], depth + 1)
 
     walk(None, 0)
@@ -648,6 +767,29 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         parts.append(f"**{doc['status']}**: {literal_markdown(doc['status_message'])}")
     return "\n\n".join(parts)
+
+
+def _details_html(node: dict[str, Any]) -> str:
+    """Under a node's line: its traceback (collapsed) and its approval's request."""
+    esc = html.escape
+    out = ""
+    if node.get("traceback"):
+        out += (
+            '<details><summary style="color: #b00">traceback</summary>'
+            f'<pre style="font-size: 11px">{esc(node["traceback"])}</pre></details>'
+        )
+    approval = node.get("approval")
+    if approval:
+        # The request whole: scrollable and wrapped, nothing of it out of sight.
+        out += (
+            '<div class="cortex-approval-static" style="margin: 2px 0 4px 1.6em">'
+            f"<small>approval: {esc(_approval_head(approval))}</small>"
+            '<pre style="max-height: 12em; overflow: auto; white-space: pre-wrap; '
+            "overflow-wrap: anywhere; margin: 2px 0; padding: 4px 6px; "
+            f'background: #f4f4f4; font-size: 12px">{esc(approval["parameters"])}</pre>'
+            "</div>"
+        )
+    return out
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -693,12 +835,7 @@ def render_html(doc: dict[str, Any]) -> str:
             detail = node.get("error") or node.get("preview")
             if detail:
                 line += f' <span style="color: #555">{esc(_clip(str(detail), 200))}</span>'
-            if node.get("traceback"):
-                line += (
-                    '<details><summary style="color: #b00">traceback</summary>'
-                    f'<pre style="font-size: 11px">{esc(node["traceback"])}</pre></details>'
-                )
-            out.append(f"<li>{line}")
+            out.append(f"<li>{line}{_details_html(node)}")
             walk(node["id"])
             out.append("</li>")
         out.append("</ul>")

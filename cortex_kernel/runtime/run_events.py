@@ -9,6 +9,9 @@ transcript, tests and benchmarks — read only events.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -42,8 +45,11 @@ __all__ = [
     "TurnStarted",
     "Usage",
     "VariableBound",
+    "action_scope",
     "nest_event",
     "parse_event",
+    "scope_prefix",
+    "scoped_emit",
 ]
 
 # ``incomplete``: the run ended normally but a ``$var`` of its answer could
@@ -208,22 +214,35 @@ class ActionPlaced(RuntimeEventBase):
 
 
 class ApprovalRequested(RuntimeEventBase):
-    """A tool marked ``confirm: true`` waits for a human; ``parameters`` are exactly what runs."""
+    """A call marked ``confirm: true`` waits for a human.
+
+    ``parameters`` are exactly what runs (secrets masked); ``text`` is what a
+    human is shown (those parameters as JSON) and ``digest`` its SHA-256. An
+    answer names the request's ``token`` (unique per request, where action
+    ids repeat across workflows and sub-agents) and the digest of the text
+    it showed. ``kind`` is ``tool`` or ``relic`` (``tool`` then names
+    ``RELIC.OPERATION``).
+    """
 
     type: Literal["approval_requested"] = "approval_requested"
     id: str
     tool: str
+    kind: str = "tool"
     parameters: dict[str, Any] = {}
+    token: str = ""
+    text: str = ""
+    digest: str = ""
 
 
 class ApprovalDecided(RuntimeEventBase):
-    """A human (or ``--yes``) approved or denied a waiting tool call."""
+    """A human (or ``--yes``) approved or denied the waiting request ``token``."""
 
     type: Literal["approval_decided"] = "approval_decided"
     id: str
     tool: str
     approved: bool
-    by: str = "user"  # "user" (the view's buttons) or "--yes"
+    by: str = "user"  # "user" (the view's buttons), "--yes" or "%approvals …"
+    token: str = ""
 
 
 class VariableBound(RuntimeEventBase):
@@ -329,6 +348,53 @@ def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
         return to_event(result)
     event: RuntimeEvent = result
     return event
+
+
+# The actions (ids) whose steps run in this task, outermost first: a
+# workflow's steps run through the run's own executors, whose events must
+# carry the step's whole id (``w1/a1``), not the bare ``a1`` that a
+# top-level action may have too.
+_SCOPE: ContextVar[tuple[str, ...]] = ContextVar("cortex_action_scope", default=())
+
+
+def scope_prefix() -> str:
+    """The id prefix of the actions running in this task (``""`` at the top).
+
+    Examples
+    --------
+    >>> scope_prefix()
+    ''
+    >>> with action_scope("w1"), action_scope("inner"):
+    ...     scope_prefix()
+    'w1/inner'
+    """
+    return "/".join(_SCOPE.get())
+
+
+@contextmanager
+def action_scope(parent: str | None) -> Iterator[None]:
+    """Run the block's actions as steps of ``parent`` (``None``: as a nested run's own).
+
+    A workflow's steps are in its scope; a sub-agent's run starts a fresh
+    one, since its events are nested by the action that runs it.
+    """
+    token = _SCOPE.set(() if parent is None else (*_SCOPE.get(), parent))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def scoped_emit(emit: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``emit`` for the events of the action running now, nested as its steps' are.
+
+    The scope is read now, so the reporter may be called later or from
+    another thread (a tool's stderr, a cluster's placement).
+    """
+    prefix = scope_prefix()
+    if not prefix:
+        return emit
+    return lambda event: emit(nest_event(event, prefix))
 
 
 def nest_event(event: Any, parent: str) -> Any:

@@ -1,9 +1,10 @@
 """Manifest tools in a real kernel: approvals through the widget's messages, interrupts.
 
-The Approve / Deny buttons send ``{"type": "approval", "id", "approved"}`` as
-a custom widget message; here the test sends exactly that message over the
+The Approve / Deny buttons send ``{"type": "approval", "id", "token",
+"digest", "approved"}`` as a custom widget message, with the token and digest
+of the box they belong to; here the test sends exactly that message over the
 kernel's comm channel, as the front end does (the buttons themselves are
-clicked in a real browser in ``test_browser.py``).
+clicked in a real browser in ``test_browser_approvals.py``).
 """
 
 from __future__ import annotations
@@ -59,13 +60,37 @@ def widget_comm(kernel: Kernel) -> str:
     raise AssertionError("no view was opened")
 
 
-def click(kernel: Kernel, action_id: str, approved: bool) -> None:
-    data = {
-        "method": "custom",
-        "content": {"type": "approval", "id": action_id, "approved": approved},
-    }
+def view_ops(kernel: Kernel) -> list[list[Any]]:
+    """Every delta op the views sent among the messages read so far."""
+    ops: list[list[Any]] = []
+    for msg in kernel._buffered:
+        data = msg["content"].get("data", {}) if msg["msg_type"] == "comm_msg" else {}
+        if data.get("method") == "custom":
+            ops.extend(data["content"].get("ops", []))
+    return ops
+
+
+def box(kernel: Kernel, action_id: str) -> dict[str, Any]:
+    """The approval box of ``action_id`` as the view last drew it."""
+    ops = [op for op in view_ops(kernel) if op[:2] == ["n", action_id]]
+    found = [op[2]["approval"] for op in ops if (op[2].get("approval") or {}).get("token")]
+    assert found, f"no approval box for {action_id}"
+    approval: dict[str, Any] = found[-1]
+    return approval
+
+
+def answer(kernel: Kernel, action_id: str, content: dict[str, Any]) -> None:
+    """Send what the box's buttons send (``content`` over the box's own fields)."""
+    approval = box(kernel, action_id)
+    message = {"type": "approval", "id": action_id, "token": approval["token"]}
+    message.update({"digest": approval["digest"], **content})
+    data = {"method": "custom", "content": message}
     msg = kernel.kc.session.msg("comm_msg", {"comm_id": widget_comm(kernel), "data": data})
     kernel.kc.shell_channel.send(msg)
+
+
+def click(kernel: Kernel, action_id: str, approved: bool) -> None:
+    answer(kernel, action_id, {"approved": approved})
 
 
 def test_approve_runs_the_tool_and_the_decision_is_recorded(kernel: Kernel, tmp_path: Path) -> None:
