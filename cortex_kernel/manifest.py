@@ -654,29 +654,6 @@ class FeedSpec(_Strict):
         return str(self.source.get("internal", self.id))
 
 
-InternalAction = Literal[
-    "set_variable",
-    "delete_variable",
-    "list_variables",
-    "add_context_feed",
-    "remove_context_feed",
-    "update_context_feed",
-    "list_context_feeds",
-    "clear_context",
-]
-
-
-def _default_internal() -> list[InternalAction]:
-    # SPEC §2.1: reading feeds and setting variables; the rest must be granted.
-    return ["set_variable", "list_context_feeds", "list_variables"]
-
-
-class AgentManifest(_Strict):
-    """One agent: model, instructions, tools and what it may do.
-
-    Sub-agents, relics, workflows and context feeds are checked here and run
-    by the executors the composition root installs.
-    """
 class FeedSourceSpec(_Strict):
     """A named feed source: one that model output may choose, by its name.
 
@@ -701,6 +678,29 @@ class FeedSourceSpec(_Strict):
         return self
 
 
+InternalAction = Literal[
+    "set_variable",
+    "delete_variable",
+    "list_variables",
+    "add_context_feed",
+    "remove_context_feed",
+    "update_context_feed",
+    "list_context_feeds",
+    "clear_context",
+]
+
+
+def _default_internal() -> list[InternalAction]:
+    # SPEC §2.1: reading feeds and setting variables; the rest must be granted.
+    return ["set_variable", "list_context_feeds", "list_variables"]
+
+
+class AgentManifest(_Strict):
+    """One agent: model, instructions, tools and what it may do.
+
+    Sub-agents, relics, workflows and context feeds are checked here and run
+    by the executors the composition root installs.
+    """
 
     name: str = Field(default="cortex", pattern=_NAME)
     description: str = ""
@@ -715,6 +715,11 @@ class FeedSourceSpec(_Strict):
     relics: list[RelicSpec] = Field(default_factory=list)
     workflows: list[WorkflowSpec] = Field(default_factory=list)
     context_feeds: list[FeedSpec] = Field(default_factory=list)
+    feed_sources: list[FeedSourceSpec] = Field(
+        default_factory=list,
+        description="named sources a feed the model declares may use (by name; model output "
+        "never writes a source itself)",
+    )
     internal_actions: list[InternalAction] = Field(default_factory=_default_internal)
     read_notebook: bool = Field(
         default=False,
@@ -738,11 +743,6 @@ class FeedSourceSpec(_Strict):
     def _model_string(cls, value: Any) -> Any:
         # `model: openai/gpt-4o` is the common case; the mapping form adds options.
         return {"name": value} if isinstance(value, str) else value
-    feed_sources: list[FeedSourceSpec] = Field(
-        default_factory=list,
-        description="named sources a feed the model declares may use (by name; model output "
-        "never writes a source itself)",
-    )
 
     @field_validator("llm_models", mode="before")
     @classmethod
@@ -787,6 +787,10 @@ class FeedSourceSpec(_Strict):
         repeated = sorted({n for n in relics if relics.count(n) > 1})
         if repeated:
             raise ValueError(f"relic names must be unique; repeated: {', '.join(repeated)}")
+        sources = [source.name for source in self.feed_sources]
+        repeated = sorted({n for n in sources if sources.count(n) > 1})
+        if repeated:
+            raise ValueError(f"feed source names must be unique; repeated: {', '.join(repeated)}")
         return self
 
 
@@ -810,10 +814,6 @@ class ManifestFile(_Strict):
 
     @property
     def path(self) -> Path | None:
-        sources = [source.name for source in self.feed_sources]
-        repeated = sorted({n for n in sources if sources.count(n) > 1})
-        if repeated:
-            raise ValueError(f"feed source names must be unique; repeated: {', '.join(repeated)}")
         """The file this was loaded from (set by :func:`load_manifest`)."""
         return self.__dict__.get("_path")
 
