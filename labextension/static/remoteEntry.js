@@ -9,12 +9,16 @@
 //
 // What it does: a code cell whose first line is %%python is edited as
 // (I)Python, whatever the kernel's language (the Cortex kernel's is markdown,
-// for the message cells); the cell goes back to the notebook's language when
-// the line is removed.
+// for the message cells); a cell whose first line is %%agent (the magic of
+// the stock IPython kernel) is edited as markdown, as the Cortex kernel's
+// messages are. The cell goes back to the notebook's language when the line
+// is removed.
 var _JUPYTERLAB;
 (_JUPYTERLAB = typeof _JUPYTERLAB === "undefined" ? {} : _JUPYTERLAB)["cortex-kernel"] = (function () {
   const PYTHON = "text/x-ipython";
-  const FIRST_LINE = /^\s*%%python(\s|$)/;
+  const MARKDOWN = "text/x-markdown";
+  const PYTHON_LINE = /^\s*%%python(\s|$)/;
+  const AGENT_LINE = /^\s*%%agent(\s|$)/;
   let shareScope = null;
 
   async function shared(name) {
@@ -29,10 +33,17 @@ var _JUPYTERLAB;
   function watchNotebook(panel, languages) {
     const notebook = panel.content;
     const fallback = () => notebook.codeMimetype || "text/plain";
+    // The language a cell's first line asks for, or null for the notebook's.
+    const own = (model) => {
+      const source = model.sharedModel.getSource();
+      if (PYTHON_LINE.test(source)) return PYTHON;
+      if (AGENT_LINE.test(source)) return MARKDOWN;
+      return null;
+    };
     const apply = (cell) => {
       const model = cell.model;
       if (!model || model.type !== "code") return;
-      const wanted = FIRST_LINE.test(model.sharedModel.getSource()) ? PYTHON : fallback();
+      const wanted = own(model) || fallback();
       if (model.mimeType !== wanted) model.mimeType = wanted;
     };
     const watchCell = (cell) => {
@@ -40,9 +51,10 @@ var _JUPYTERLAB;
       cell.__cortexWatched = true;
       apply(cell);
       // An editor created meanwhile may have loaded another language last:
-      // once it exists, make it see a change to Python last.
+      // once it exists, make it see a change to the cell's own language last.
       Promise.resolve(cell.ready).then(() => {
-        if (cell.model.mimeType === PYTHON) cell.model.mimeType = fallback();
+        const mime = cell.model.mimeType;
+        if (mime === own(cell.model) && mime !== fallback()) cell.model.mimeType = fallback();
       });
       cell.model.contentChanged.connect(() => apply(cell));
       // The notebook resets every cell's language when the kernel's arrives.
@@ -50,7 +62,7 @@ var _JUPYTERLAB;
       // load ends last: answer once the reset's language has loaded.
       cell.model.mimeTypeChanged.connect(() => {
         const mime = cell.model.mimeType;
-        if (mime === PYTHON) return;
+        if (mime === own(cell.model)) return;
         Promise.resolve(languages.getLanguage(mime))
           .catch(() => null)
           .then(() => setTimeout(() => apply(cell), 0));
@@ -69,7 +81,7 @@ var _JUPYTERLAB;
   function plugin(notebookModule, codemirrorModule) {
     return {
       id: "cortex-kernel:python-cells",
-      description: "Python highlighting for %%python cells.",
+      description: "Python highlighting for %%python cells, markdown for %%agent cells.",
       autoStart: true,
       requires: [notebookModule.INotebookTracker, codemirrorModule.IEditorLanguageRegistry],
       activate: (app, tracker, languages) => {

@@ -9,7 +9,8 @@ one), not only drawn at the end. A screenshot of the view is saved (set
 
 A second cell answers with prices ("$5 or $6"): nothing is typeset as math.
 A third, ``%%python`` cell is edited as Python (the shipped labextension),
-while message cells stay markdown.
+while message cells stay markdown; in the stock Python kernel the extension
+edits a ``%%agent`` cell as markdown.
 Then the notebook is saved, its kernel and session are deleted, and the
 page is loaded again with a new kernel: the finished run reads the same,
 from the static view stored in the file (no "Error displaying widget").
@@ -104,9 +105,11 @@ def _serve(
     app: str,
     cells: list[tuple[str, str]] | None = None,
     model: str | None = None,
+    kernelspec: dict[str, str] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """A server of ``app`` with one Cortex notebook of ``cells`` (id, source); ``model``
-    is the kernels' ``CORTEX_MODEL`` (default: the view demo's replay)."""
+    """A server of ``app`` with one notebook of ``cells`` (id, source); ``model``
+    is the kernels' ``CORTEX_MODEL`` (default: the view demo's replay), ``kernelspec``
+    the notebook's (default: Cortex's)."""
     root = tmp_path / "root"
     root.mkdir()
     # A plain message cell of the Cortex kernel; the model comes from the
@@ -128,7 +131,8 @@ def _serve(
             for cell_id, source in cells
         ],
         "metadata": {
-            "kernelspec": {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
+            "kernelspec": kernelspec
+            or {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
         },
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -351,3 +355,62 @@ def test_python_cells_highlighted_in_notebook7(notebook7: dict[str, Any]) -> Non
         finally:
             context.close()
     assert message_spans == 0
+
+
+def test_agent_cells_markdown_in_python_kernel(
+    tmp_path: Path, cortex_kernelspec: str, replay_dir: Path
+) -> None:
+    """In the stock kernel a %%agent cell is edited as markdown, not Python (the labextension)."""
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    cells = [
+        ("agent-cell", "%%agent\nFind cats and dogs at https://example.com//a and not here"),
+        ("python-cell", "x = 1 and 2  # a comment"),
+    ]
+    python3 = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    with (
+        _serve(tmp_path, replay_dir, "jupyterlab", cells=cells, kernelspec=python3) as server,
+        sync_playwright() as p,
+    ):
+        context = _launch(p, tmp_path)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(server["url"])
+            _wait_idle(page)
+            # The Python cell is highlighted: "and" is a token of its own.
+            keyword = page.locator(".jp-Cell").nth(1).locator(".cm-content span", has_text="and")
+            keyword.first.wait_for(timeout=30_000)
+            python_class = keyword.first.get_attribute("class")
+            # The message is prose: no token spans ("and" a keyword, "//" an operator
+            # or a comment, as Python mode made them).
+            page.wait_for_function(
+                """() => {
+                    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+                    return cells[0].model.mimeType === "text/x-markdown"
+                        && cells[0].node.querySelectorAll(".cm-content span").length === 0;
+                }""",
+                timeout=30_000,
+            )
+            agent_html = page.locator(".jp-Cell").first.locator(".cm-content").inner_html()
+            mimes = page.evaluate(
+                "() => window.jupyterapp.shell.currentWidget.content.widgets"
+                ".map(c => c.model.mimeType)"
+            )
+            # Without its %%agent line the cell is the kernel's language again.
+            page.evaluate(
+                """() => window.jupyterapp.shell.currentWidget.content.widgets[0]
+                    .model.sharedModel.setSource("y = 3 and 4")"""
+            )
+            page.locator(".jp-Cell").first.locator(".cm-content span", has_text="and").wait_for(
+                timeout=30_000
+            )
+            restored = page.evaluate(
+                "() => window.jupyterapp.shell.currentWidget.content.widgets[0].model.mimeType"
+            )
+        finally:
+            context.close()
+    assert python_class  # a styled keyword in the Python cell
+    assert "<span" not in agent_html, agent_html
+    assert mimes == ["text/x-markdown", "text/x-ipython"]
+    assert restored == "text/x-ipython"
