@@ -37,6 +37,11 @@ __all__ = [
 ]
 
 Protocol = Literal["xml", "tools"]
+Constrain = Literal["auto", "grammar", "off"]
+_CHOICES: dict[str, list[str]] = {
+    "protocol": ["xml", "tools"],
+    "constrain": ["auto", "grammar", "off"],
+}
 
 
 class ModelOptions(BaseModel):
@@ -65,6 +70,11 @@ class ModelOptions(BaseModel):
         Extra attempts after a timeout, 429, 5xx or lost connection that
         happens before the first token (default 2; 0 for a server on this
         machine, which is busy rather than unreachable).
+    constrain
+        ``auto`` (default): send the protocol's GBNF grammar with
+        protocol-text turns to a server detected to take one (llama.cpp's
+        server, llama-cpp-python's); ``grammar``: to any server; ``off``:
+        never. A server that refuses it is asked again without it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -95,6 +105,11 @@ class ModelOptions(BaseModel):
         ge=0,
         le=10,
         description="extra attempts before the first token (default 2; 0 on a loopback api_base)",
+    )
+    constrain: Constrain | None = Field(
+        default=None,
+        description="auto (default: grammar-constrained decoding on servers that take a GBNF "
+        "grammar), grammar (always send it) or off",
     )
 
     @field_validator("api_base")
@@ -175,7 +190,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     at once, so every front end reports the same errors.
     """
     for name, info in ModelOptions.model_fields.items():
-        choices = ["xml", "tools"] if name == "protocol" else None
+        choices = _CHOICES.get(name)
         parser.add_argument(
             _flag(name), dest=name, default=None, choices=choices, help=info.description
         )

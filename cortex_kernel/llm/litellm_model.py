@@ -49,6 +49,12 @@ Strategy
   ``stream_options.include_usage``); a turn closed early gets an estimate
   from litellm's token counter. Cost is ``None`` for a model litellm does
   not price.
+- Protocol-text turns may carry a GBNF grammar of the protocol
+  (``constrain``, :mod:`cortex_kernel.llm.constrain`), in the request body
+  as ``grammar`` (litellm's ``extra_body``). A server that refuses it is
+  asked again without it, before any token: the turn goes on, with one
+  ``warning`` (in :attr:`Completion.warnings`), and the model sends no
+  grammar again.
 """
 
 from __future__ import annotations
@@ -71,7 +77,14 @@ from ..redaction import Redactor, secret_values
 from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
-from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
+from .constrain import (
+    constrain_mode,
+    forget_support,
+    grammar_for,
+    grammar_refused,
+    supports_grammar,
+)
+from .errors import MalformedStream, Phase, is_retryable, map_error, redact, retry_after_seconds
 from .function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
 from .sse import SSEEvents, sse_response
 
@@ -214,6 +227,10 @@ class LiteLLMModel(Model):
     protocol
         ``xml`` (default) or ``tools``: the default for requests (a
         request's own ``protocol`` is used when it says ``tools``).
+    constrain
+        ``auto`` (default), ``grammar`` or ``off``: whether protocol-text
+        turns carry the protocol's GBNF grammar (``auto``: only to a server
+        detected to take one; see :mod:`cortex_kernel.llm.constrain`).
     **options
         Passed to ``litellm.acompletion`` on every request (``temperature``,
         ``max_tokens``, ``extra_headers``…); a request's ``options`` win.
@@ -232,11 +249,16 @@ class LiteLLMModel(Model):
         max_backoff: float = 8.0,
         max_retry_after: float = 60.0,
         protocol: str = "xml",
+        constrain: str | None = None,
         **options: Any,
     ) -> None:
         if not name or not name.strip():
             raise ConfigError("An empty model name: give a litellm model string (--model).")
         protocol = protocol_named(protocol)
+        try:
+            self.constrain = constrain_mode(constrain)
+        except ValueError as exc:
+            raise ConfigError(f"Model options: {exc} (--constrain).") from None
         if (
             timeout <= 0
             or (first_token_timeout is not None and first_token_timeout <= 0)
@@ -265,6 +287,9 @@ class LiteLLMModel(Model):
         self.max_retry_after = float(max_retry_after)
         self.protocol = protocol
         self.options = dict(options)
+        # Why this model sends no grammar any more (a server refused one), if so.
+        self.grammar_refused: str | None = None
+        self._grammar_problem_told = False
 
     def __repr__(self) -> str:
         # No api_key here: reprs end up in logs and tracebacks.
@@ -321,8 +346,14 @@ class LiteLLMModel(Model):
         except Exception:  # estimation only: never fail a turn over it
             return 0
 
-    def request_kwargs(self, request: CompletionRequest) -> dict[str, Any]:
-        """The keyword arguments of ``litellm.acompletion`` for ``request``."""
+    def request_kwargs(
+        self, request: CompletionRequest, grammar: str | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``litellm.acompletion`` for ``request``.
+
+        ``grammar``: a GBNF grammar to send as the body's ``grammar`` field
+        (see :meth:`grammar`).
+        """
         kwargs: dict[str, Any] = {
             **self.options,
             **request.options,
@@ -353,7 +384,62 @@ class LiteLLMModel(Model):
             # check, which imports the optional `mcp` package and fails
             # without it; our tools are plain functions, never MCP servers.
             kwargs["_skip_mcp_handler"] = True
+        if grammar is not None:
+            kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "grammar": grammar}
         return kwargs
+
+    def _grammar_base(self) -> str | None:
+        """The endpoint whose grammar support ``auto`` asks about (``None``: a hosted provider)."""
+        if self.api_base:
+            return self.api_base
+        if self.name.startswith("openai/"):
+            return os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or None
+        return None
+
+    async def grammar(self, request: CompletionRequest, warnings: list[str]) -> str | None:
+        """The protocol grammar to send with ``request``, or ``None``.
+
+        Only for a protocol-text request that carries its prompt context,
+        under ``constrain`` (see :mod:`cortex_kernel.llm.constrain`). A
+        grammar that fails the check is not sent; the first time, a line
+        in ``warnings`` says why.
+        """
+        if (
+            self.constrain == "off"
+            or request.protocol != "xml"
+            or request.context is None
+            or self.grammar_refused is not None
+        ):
+            return None
+        if self.constrain == "auto":
+            base = self._grammar_base()
+            if base is None or not await supports_grammar(base):
+                return None
+        # Built and checked off the event loop: ~0.2 s for 200 tools (then cached).
+        grammar, problem = await anyio.to_thread.run_sync(
+            grammar_for, request.context, (self.api_key,)
+        )
+        if problem is not None and not self._grammar_problem_told:
+            self._grammar_problem_told = True
+            warnings.append(
+                f"the protocol grammar was not sent (it would not load in llama.cpp: {problem}); "
+                "the model runs unconstrained"
+            )
+        return grammar
+
+    def refuse_grammar(self, exc: BaseException) -> str:
+        """Note that the server refused the grammar; return the warning for the user."""
+        said = redact(str(exc), (self.api_key,))
+        said = " ".join(said.split())[:300]
+        self.grammar_refused = said
+        base = self._grammar_base()
+        if base is not None:
+            forget_support(base, refused=True)
+        where = f" at {base}" if base else ""
+        return (
+            f"the server{where} refused the protocol grammar ({said}); this turn was sent "
+            "again without it, and so are the next ones (--constrain off stops sending it)"
+        )
 
     def _keyless_local_server(self) -> bool:
         """An ``openai/`` model on a loopback endpoint with no key configured."""
@@ -405,6 +491,7 @@ class LiteLLMCompletion(Completion):
         self.model = model
         self.request = request
         self.attempts = 0
+        self._fallbacks = 0  # requests sent again without the grammar (not retries)
         self.finish_reason: str | None = None
         self._parts: list[str] = []
         self._chars = 0
@@ -467,7 +554,8 @@ class LiteLLMCompletion(Completion):
     async def _generate(self) -> AsyncGenerator[str, None]:
         model = self.model
         litellm = await aload_litellm()
-        kwargs = model.request_kwargs(self.request)
+        grammar = await model.grammar(self.request, self.warnings)
+        kwargs = model.request_kwargs(self.request, grammar)
         self._started = time.perf_counter()
         try:
             while not self._closed:
@@ -497,9 +585,17 @@ class LiteLLMCompletion(Completion):
                 except Exception as exc:
                     await self._close_stream()
                     before_first_token = not self._got_token()
+                    if grammar is not None and before_first_token and grammar_refused(exc):
+                        # The server cannot take the grammar: the same turn without it.
+                        self.warnings.append(model.refuse_grammar(exc))
+                        grammar = None
+                        kwargs = model.request_kwargs(self.request)
+                        self._fallbacks += 1
+                        self._provider_usage = None
+                        continue
                     if (
                         before_first_token
-                        and self.attempts <= model.num_retries
+                        and self.attempts - self._fallbacks <= model.num_retries
                         and is_retryable(exc, phase=phase)
                     ):
                         await anyio.sleep(model.retry_delay(self.attempts, exc))

@@ -577,7 +577,9 @@ class Run:
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
         tools = with_output_key(run.tools.openai_schemas()) if run.protocol == "tools" else None
-        return CompletionRequest(messages=messages, tools=tools, protocol=run.protocol)
+        return CompletionRequest(
+            messages=messages, tools=tools, protocol=run.protocol, context=context
+        )
 
     def _note_failures(self, turn: _Turn, settled: list[ActionNode]) -> str | None:
         """Count this turn's failing actions (rule 7) and free their ids (rule 5).
@@ -609,10 +611,13 @@ class Run:
         scrub = StreamRedactor(self.redactor)
         chunks: list[str] = []
         cut_at: int | None = None
+        notices: list[str] = []
         try:
             await self.feeds.refresh()
             request = self._request(opening)
             async with self.model.stream(request) as completion:
+                # The adapter's notes on this turn (a refused grammar), read at its end.
+                notices = getattr(completion, "warnings", notices)
                 async for chunk in completion:
                     text = scrub.feed(chunk)
                     if not text:
@@ -641,6 +646,8 @@ class Run:
             turn.error = f"model error ({type(exc).__name__}): {exc}"
         except Exception as exc:
             turn.error = f"model error ({type(exc).__name__}): {exc}; the turn was discarded"
+        for notice in notices:
+            self.emit(Warning(span=(0, 0), t=self.clock(), turn=number, message=notice))
         if turn.error is not None:
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="error", usage=turn.usage))
             return turn

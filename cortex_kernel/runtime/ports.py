@@ -127,6 +127,9 @@ class CompletionRequest(BaseModel):
     tools: list[dict[str, Any]] | None = None  # OpenAI function schemas, for protocol="tools"
     protocol: ProtocolName = "xml"
     options: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens…
+    #: What the turn's system prompt offers (tools, agents…): an adapter may
+    #: constrain decoding to it (``cortex_kernel.llm.grammar``).
+    context: PromptContext | None = None
 
 
 class Completion(ABC):
@@ -143,11 +146,15 @@ class Completion(ABC):
     #: The model's own text, when the adapter read calls out of it (calls
     #: written as text): the protocol text differs, the transcript keeps both.
     written: str | None
+    #: Things the user should know about this turn (a server refused the
+    #: grammar and the turn was sent again without it): one ``warning`` each.
+    warnings: list[str]
 
     def __init__(self) -> None:
         self.usage = Usage()
         self.tool_calls = []
         self.written = None
+        self.warnings = []
 
     @abstractmethod
     def __aiter__(self) -> AsyncIterator[str]:
@@ -204,6 +211,9 @@ class PromptContext(BaseModel):
     # Named sources a feed the model adds may choose ({"name", "description"}).
     feed_sources: list[dict[str, str]] = Field(default_factory=list)
     protocol: str = "xml"  # "xml" or "tools"
+
+
+CompletionRequest.model_rebuild()  # its `context` is a PromptContext, defined after it
 
 
 #: A model name (``replay:PATH``, ``openai/gpt-4o``…) to a ready model.

@@ -34,6 +34,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -77,6 +78,10 @@ class Reply:
         How long a hang lasts at most (the server thread must end).
     body, content_type
         For ``raw``: the bytes to send (as text) and their content type.
+    compute
+        Made at request time: called with the request's JSON body, it
+        returns the reply to send (a server whose answer depends on what
+        it was asked, e.g. on a ``grammar``).
     """
 
     kind: str = "stream"
@@ -93,6 +98,7 @@ class Reply:
     finish_reason: str = "stop"
     body: str = ""
     content_type: str = "text/event-stream"
+    compute: Callable[[dict[str, Any]], Reply] | None = None
 
 
 @dataclass
@@ -157,7 +163,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the default stderr access log."""
 
     def do_GET(self) -> None:
-        self._send_json(404, {"error": {"message": "not found"}})
+        fake = self.server.fake
+        with fake._lock:
+            fake.gets.append(self.path)
+        status, payload = fake.get_routes.get(self.path, (404, {"error": {"message": "not found"}}))
+        self._send_json(status, payload)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -171,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         fake = self.server.fake
         reply = fake._next_reply()
+        if reply is not None and reply.compute is not None:
+            reply = reply.compute(body)
         with fake._lock:
             fake.requests.append(record)
         try:
@@ -361,6 +373,10 @@ class FakeOpenAI:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        #: GET path -> (status, JSON payload); anything else is a 404.
+        self.get_routes: dict[str, tuple[int, Any]] = {}
+        #: The paths of the GET requests received, in order.
+        self.gets: list[str] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
