@@ -41,7 +41,7 @@ lint: $(STAMP)
 
 # The protocol tests run on the compiled parser (mypyc, hatch_build.py;
 # rebuilt only when its sources change), then the whole suite on the
-# pure-Python one: both must pass (SPEC §2.2 item 5).
+# pure-Python one: both must pass (docs/protocol.md#streaming-guarantees item 5).
 COMPILED := build/compiled
 test: lint install-kernel
 	sh scripts/ensure-chromium.sh

@@ -1,4 +1,4 @@
-"""What context feeds cost and save (SPEC §4).
+"""What context feeds cost and save (docs/feeds.md).
 
 1. **Periodic cache** — a 20-turn run through the replay model (each turn a
    tool that works ``TURN_S`` seconds) reading a feed whose source takes

@@ -1,4 +1,4 @@
-"""Parser throughput against the standard library's XMLPullParser (SPEC §2.2 item 5).
+"""Parser throughput against the standard library's XMLPullParser (docs/benchmarks.md#parser).
 
 Builds a well-formed protocol document (thoughts with embedded actions,
 responses, some text between them), feeds it in chunks of 4, 16 and 256
@@ -8,7 +8,7 @@ process, to two baselines built on expat:
 - ``pull``: :class:`xml.etree.ElementTree.XMLPullParser` (the document
   wrapped in one root element, ``read_events()`` drained after every feed);
 - ``pull_json``: the same, plus ``json.loads`` of each action's body when
-  its end tag arrives — a pull parser doing the work ours does (the SPEC's
+  its end tag arrives — a pull parser doing the work ours does (the contract's
   baseline; goal: ours / pull_json >= 1.0 at every chunk size).
 
 The parser measured first is the one imported: the compiled build (mypyc,
@@ -19,7 +19,7 @@ the pure-Python one and a compiled build of the same sources sits in
 ``CORTEX_COMPILED_DIR`` names another), the same measurement runs again on
 it, in a child process with it first on ``sys.path``, under ``compiled``.
 The goal is judged on the build a wheel ships (``goal_build``): the compiled
-one when there is one, as a C compiler makes it (SPEC §2.2 item 5).
+one when there is one, as a C compiler makes it (docs/protocol.md#streaming-guarantees item 5).
 
 It reports MB/s (per CPU second of this process) for the three and both
 ratios per chunk size, and the
@@ -56,7 +56,7 @@ from cortex_kernel.bench import percentile
 from cortex_kernel.protocol import ActionParsed, IdAllocator, Parser
 
 CHUNK_SIZES = (4, 16, 256)
-GOAL_RATIO = 1.0  # ours / (XMLPullParser + json.loads), SPEC §2.2 item 5
+GOAL_RATIO = 1.0  # ours / (XMLPullParser + json.loads): docs/benchmarks.md#parser
 GOAL_DISPATCH_P99_US = 20.0
 # Throughput is timed in CPU seconds of this process: on a machine shared
 # with other work, wall time measures the neighbours as much as the parser.

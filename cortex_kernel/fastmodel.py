@@ -1,6 +1,6 @@
 """Building frozen pydantic models without validating them, for the hot path.
 
-Validation is most of the cost of a small ``feed`` (SPEC §2.2 item 5), and
+Validation is most of the cost of a small ``feed`` (docs/protocol.md#streaming-guarantees), and
 the parser only ever builds actions from values it has just checked itself
 (a ``str``, a tuple of ids, an enum member…). These constructors fill the
 model's ``__dict__`` and pydantic's three slots directly; the result equals

@@ -691,7 +691,7 @@ InternalAction = Literal[
 
 
 def _default_internal() -> list[InternalAction]:
-    # SPEC §2.1: reading feeds and setting variables; the rest must be granted.
+    # docs/feeds.md#internal-actions: reading feeds and setting variables; the rest must be granted.
     return ["set_variable", "list_context_feeds", "list_variables"]
 
 

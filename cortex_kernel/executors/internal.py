@@ -1,6 +1,6 @@
 """``internal`` actions: change the run itself, each one allowed or blocked by the manifest.
 
-The seven operations of SPEC §2.1 and ``list_variables``:
+The seven operations of docs/protocol.md#actions and ``list_variables``:
 
 - ``set_variable`` ``{"name", "value"}``, ``delete_variable`` ``{"name"}``,
   ``list_variables`` ``{}``;
@@ -47,7 +47,7 @@ FEED_ACTIONS = frozenset(
 INTERNAL_ACTIONS = frozenset(
     {"set_variable", "delete_variable", "list_variables", "clear_context", *FEED_ACTIONS}
 )
-#: SPEC §2.1's default: reading feeds and setting variables (and listing them).
+#: The default (docs/feeds.md#internal-actions): reading feeds, setting and listing variables.
 DEFAULT_INTERNAL_ACTIONS = frozenset({"set_variable", "list_context_feeds", "list_variables"})
 
 

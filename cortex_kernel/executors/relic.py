@@ -1,7 +1,7 @@
 """``relic`` actions: persistent services started on first use and kept across cells.
 
 ``{"name": RELIC, "operation": OP, "parameters": {...}}`` calls operation OP
-of the relic RELIC (SPEC §2.1, §5). A relic lives in a :class:`RelicRegistry`
+of the relic RELIC (docs/relics.md). A relic lives in a :class:`RelicRegistry`
 that belongs to whoever outlives the runs — the kernel (one registry per
 kernel, shared by every session and sub-agent), ``cortex-kernel run``, or a
 session built without one (it then owns and closes its own) — so a relic

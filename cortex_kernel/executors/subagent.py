@@ -1,4 +1,4 @@
-"""``agent`` actions: a nested run of another agent of the manifest (SPEC §2.1).
+"""``agent`` actions: a nested run of another agent of the manifest (docs/protocol.md#actions).
 
 ``{"name": AGENT, "message": TEXT}`` runs AGENT's own loop — its model,
 prompt, tools and limits — in a fresh session made by the composition root,

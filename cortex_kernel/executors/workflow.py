@@ -1,4 +1,4 @@
-"""``workflow`` actions: a named, parameterised DAG of steps from the manifest (SPEC §2.1).
+"""``workflow`` actions: a named, parameterised DAG of steps from the manifest (docs/manifest.md).
 
 ``{"name": WORKFLOW, "parameters": {...}}`` runs the workflow's steps — each
 an action of any type with ``depends_on`` and ``$param`` / ``$step``

@@ -1,6 +1,6 @@
 """The ``notebook_variables`` context feed: the user's variables, as the agent should know them.
 
-The kernel fills this built-in feed source (SPEC §4) so the agent knows the
+The kernel fills this built-in feed source (docs/feeds.md) so the agent knows the
 data it is asked about: one line per variable with its name, type and shape
 (or length, dtype, columns). It is on by default in notebooks
 (:func:`install`), and ``%feeds remove notebook_variables`` turns it off.

@@ -1,6 +1,6 @@
 """The live view's state: events in, compact deltas out (no Jupyter here).
 
-:class:`RunState` folds a run's events (parser and runtime, SPEC §9) into a
+:class:`RunState` folds a run's events (parser and runtime, docs/runtime.md#events) into a
 small JSON document — thoughts, outside text, responses, the action tree,
 variables, footer — and records, for each change, a *delta op*. Pending ops
 are merged per target (one op per thought, response or node, however many

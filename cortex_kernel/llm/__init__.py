@@ -34,7 +34,7 @@ __all__ = [
     "resolve_model",
 ]
 
-#: The transcript the demo model replays (SPEC §6: no provider, still a run).
+#: The transcript the demo model replays (docs/runtime.md#models: no provider, still a run).
 DEMO_TRANSCRIPT = Path(__file__).with_name("demo_transcript.jsonl")
 
 #: Shown to the user when the demo model stands in for a real one.
@@ -109,7 +109,7 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
         :func:`default_model_name`; when that finds nothing, the replay model
         on :data:`DEMO_TRANSCRIPT`, whose ``note`` says so.
     protocol
-        ``xml`` (default) or ``tools`` (native function calling, SPEC §2.3).
+        ``xml`` (default) or ``tools`` (native function calling, docs/protocol.md#function-calling).
     **options
         :class:`LiteLLMModel` options: ``api_base``, ``api_key``,
         ``timeout``, ``num_retries``, ``backoff``, ``max_backoff``, and any

@@ -1,4 +1,4 @@
-"""The system prompt that teaches the model the protocol (SPEC §2, §3.1).
+"""The system prompt that teaches the model the protocol (docs/runtime.md#the-prompt).
 
 Everything the model is told lives in this module, versioned by
 :data:`PROMPT_VERSION`: bump it whenever the text changes, so transcripts
@@ -9,12 +9,12 @@ error or warning — the prompt must never teach what the parser rejects.
 
 :class:`ProtocolPrompt` implements the runtime's
 :class:`~cortex_kernel.runtime.ports.PromptBuilder`. For ``protocol="tools"``
-(function-calling models, SPEC §2.3) the protocol lesson is replaced by a
+(function-calling models, docs/protocol.md#function-calling) the protocol lesson is replaced by a
 short note: the tools go to the provider as native function schemas.
 
 The finished prompt passes through :func:`~cortex_kernel.llm.errors.redact`,
 so an API key that found its way into a feed or an instruction never reaches
-the provider (SPEC §8).
+the provider (docs/runtime.md#security-defaults).
 """
 
 from __future__ import annotations

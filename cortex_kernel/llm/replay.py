@@ -1,4 +1,4 @@
-"""``replay:PATH[?tps=N]``: a model that streams recorded turns (SPEC §6).
+"""``replay:PATH[?tps=N]``: a model that streams recorded turns (docs/runtime.md#models).
 
 The file is JSONL. Either each line is one assistant turn,
 ``{"content": "…protocol text…"}``, optionally with ``"tool_calls"`` in the

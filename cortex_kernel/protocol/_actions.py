@@ -6,12 +6,12 @@ gets back either the finished object or the message of an ``action_error``
 
 Control fields (``id``, ``mode``, ``output_key``, ``depends_on``,
 ``timeout``, ``retries``) may be attributes or body fields; the attribute
-wins (SPEC §2.1). A written id is claimed from the run's
+wins (docs/protocol.md#actions). A written id is claimed from the run's
 :class:`IdAllocator` only once everything else is valid, so the model can
 correct a failed action and resend it under the same id.
 
-What real models write is read as they meant it, with a warning (SPEC
-§2.1): ``depends_on`` of ``none``, ``null``, ``empty`` (warned), ``-``,
+What real models write is read as they meant it, with a warning
+(docs/protocol.md#actions): ``depends_on`` of ``none``, ``null``, ``empty`` (warned), ``-``,
 ``[]`` or ``""`` is no dependency; a tool's parameters under ``arguments``,
 ``args`` or ``input``, or flat beside ``name``, become ``parameters``.
 """
@@ -36,7 +36,7 @@ _TYPES = ", ".join(t.value for t in ActionType)
 _MODES = ", ".join(m.value for m in ActionMode)
 _FEED_TYPES = ", ".join(f.value for f in FeedType)
 _CONTROL_SET: Final = frozenset(("id", "mode", "output_key", "depends_on", "timeout", "retries"))
-# depends_on values that mean "no dependency" (SPEC §2.1), once split.
+# depends_on values that mean "no dependency" (docs/protocol.md#actions), once split.
 _NO_DEPENDENCY: Final = frozenset(("none", "null", "empty", "-"))
 _PARAMETER_ALIASES = ("arguments", "args", "input")
 _TYPE_BY_VALUE: Final = {t.value: t for t in ActionType}
@@ -188,7 +188,7 @@ def _depends_on(value: Any, warnings: list[tuple[str, dict[str, Any]]]) -> tuple
     else:
         raise _Invalid(f"invalid depends_on {value!r}: give a list of action ids")
     if len(ids) == 1 and ids[0].lower() in _NO_DEPENDENCY:
-        # What real models write for "nothing" (SPEC §2.1); `-` needs no warning.
+        # What real models write for "nothing" (docs/protocol.md#actions); `-` needs no warning.
         if ids[0] != "-":
             warnings.append(
                 (
@@ -201,7 +201,7 @@ def _depends_on(value: Any, warnings: list[tuple[str, dict[str, Any]]]) -> tuple
 
 
 def _tool_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A tool body with its parameters where SPEC §2.1 puts them, and what moved.
+    """A tool body with its parameters where docs/protocol.md#actions puts them, and what moved.
 
     Real models put a tool's parameters under ``arguments``, ``args`` or
     ``input`` (an object, or a JSON object in a string: OpenAI's habit), or

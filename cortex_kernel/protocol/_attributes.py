@@ -1,4 +1,4 @@
-"""Attributes of an opening tag, read the lenient way (SPEC §2, §2.1).
+"""Attributes of an opening tag, read the lenient way (docs/protocol.md#contract, #actions).
 
 The tag text handed in here is what lies between the element name and the
 closing ``>`` (the scanner guarantees it holds neither ``<`` nor ``>``).

@@ -1,4 +1,4 @@
-"""Lenient JSON for action and feed bodies (SPEC §2.1).
+"""Lenient JSON for action and feed bodies (docs/protocol.md#actions).
 
 Strict :func:`json.loads` is tried first. Only when it fails are the repairs
 tried, in one pass, and each repair that changed something is named so the

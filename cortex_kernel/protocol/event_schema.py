@@ -1,4 +1,4 @@
-"""The schema of the parser events (SPEC §9): pydantic models, for the boundaries.
+"""The schema of the parser events (docs/runtime.md#events): pydantic models, for the boundaries.
 
 The parser and the runtime pass the light classes of
 :mod:`.parser_events` around; these models are their schema. An event is

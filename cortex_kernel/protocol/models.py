@@ -22,7 +22,7 @@ __all__ = [
 
 
 class ActionType(StrEnum):
-    """What an action runs (SPEC §2.1)."""
+    """What an action runs (docs/protocol.md#actions)."""
 
     TOOL = "tool"
     LLM = "llm"
@@ -33,7 +33,7 @@ class ActionType(StrEnum):
 
 
 class ActionMode(StrEnum):
-    """How the loop waits for an action (SPEC §2.1)."""
+    """How the loop waits for an action (docs/protocol.md#actions)."""
 
     SYNC = "sync"
     ASYNC = "async"
@@ -41,7 +41,7 @@ class ActionMode(StrEnum):
 
 
 class FeedType(StrEnum):
-    """How a context feed is refreshed (SPEC §4)."""
+    """How a context feed is refreshed (docs/feeds.md)."""
 
     ON_DEMAND = "on_demand"
     PERIODIC = "periodic"
@@ -101,7 +101,7 @@ class Action(BaseModel):
 
 
 class ContextFeedDecl(BaseModel):
-    """A ``<context_feed>`` declaration: a named source of prompt text (SPEC §4)."""
+    """A ``<context_feed>`` declaration: a named source of prompt text (docs/feeds.md)."""
 
     model_config = ConfigDict(frozen=True)
 

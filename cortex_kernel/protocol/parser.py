@@ -1,4 +1,4 @@
-"""The incremental, sans-IO parser of the streaming protocol (SPEC §2).
+"""The incremental, sans-IO parser of the streaming protocol (docs/protocol.md#contract).
 
 Strategy
 --------
@@ -22,7 +22,7 @@ state                 tags of its row (anything else is text)     text becomes
 ====================  ==========================================  ===================
 
 (*) The closing tag of the other element closes the open one, with a
-``warning`` (SPEC §2.1: what real models write). ``ACTION`` and ``FEED``
+``warning`` (docs/protocol.md#actions: what real models write). ``ACTION`` and ``FEED``
 return to the state they were opened from (``OUTSIDE`` or ``THOUGHT``).
 
 In the text states one regex search finds the next tag this state knows;
@@ -31,9 +31,9 @@ when there is none, the last ``<`` of the buffer may still become one
 until more input arrives. Text is emitted as soon as it is known to be
 text, so a widget streams it. A body is kept until its closing tag, which
 produces the ``action_parsed`` (or ``action_error``) event in the very
-``feed`` call that delivers its ``>`` (early dispatch, SPEC §2.2).
+``feed`` call that delivers its ``>`` (early dispatch, docs/protocol.md#streaming-guarantees).
 
-Speed (SPEC §2.2 item 5) comes from doing per chunk as little Python as
+Speed (docs/protocol.md#streaming-guarantees item 5) comes from doing per chunk as little Python as
 possible, without changing which events come out (only when the work is
 done):
 
@@ -201,7 +201,7 @@ def _warn_other_close(
 
 
 class Parser:
-    """Turns streamed protocol text into parser events (SPEC §2, §9).
+    """Turns streamed protocol text into parser events (docs/protocol.md#contract).
 
     Parameters
     ----------

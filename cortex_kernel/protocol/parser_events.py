@@ -1,9 +1,9 @@
-"""Parser events (SPEC §9): light slotted classes with a ``type``.
+"""Parser events (docs/runtime.md#events): light slotted classes with a ``type``.
 
 Each parser event carries ``span = (start, end)``: the character offsets of
 the input stream it accounts for. The spans of one stream are contiguous,
 non-overlapping and cover the whole input, which is how conservation
-(SPEC §2.2) is checked. Events that account for no input (``warning``,
+(docs/protocol.md#streaming-guarantees) is checked. Events that account for no input (``warning``,
 ``action_parsed`` of a body already counted…) have an empty span
 ``(n, n)``.
 
@@ -14,7 +14,7 @@ a run's transcript.
 Why not pydantic models
 -----------------------
 The parser makes one event per streamed chunk, so making an event is most
-of the cost of a small ``feed`` (SPEC §2.2 item 5): a pydantic model, even
+of the cost of a small ``feed`` (docs/protocol.md#streaming-guarantees): a pydantic model, even
 built without validation, costs three times a slotted object (and the
 compiled parser makes these as native classes). The schema stays pydantic,
 in :mod:`.event_schema`, and is applied where events cross a boundary:
@@ -265,7 +265,7 @@ class ActionOpen(ParserEventBase):
     def __init__(
         self,
         span: tuple[int, int],
-        id: str,  # the SPEC's name
+        id: str,  # the protocol's name
         attrs: dict[str, str] | None = None,
         in_thought: bool = False,
         t: float | None = None,
@@ -323,7 +323,7 @@ class ActionErrorEvent(ParserEventBase):
         self,
         span: tuple[int, int],
         message: str,
-        id: str | None = None,  # the SPEC's name
+        id: str | None = None,  # the protocol's name
         raw_body: str = "",
         attrs: dict[str, str] | None = None,
         t: float | None = None,
@@ -411,7 +411,7 @@ class ContextFeed(ParserEventBase):
         self.feed = feed
 
 
-class Warning(ParserEventBase):  # shadows the builtin on purpose: the SPEC names it
+class Warning(ParserEventBase):  # shadows the builtin on purpose: the protocol names it
     """Something was repaired or looked odd; nothing was lost."""
 
     __slots__ = ("details", "id", "message")
@@ -427,7 +427,7 @@ class Warning(ParserEventBase):  # shadows the builtin on purpose: the SPEC name
         self,
         span: tuple[int, int],
         message: str,
-        id: str | None = None,  # the SPEC's name
+        id: str | None = None,  # the protocol's name
         details: dict[str, Any] | None = None,
         t: float | None = None,
         turn: int | None = None,

@@ -3,7 +3,7 @@
 A reference in the answer whose action failed, was skipped or never ran
 cannot be filled. Left as ``$name`` it reads like a price, or like LaTeX to
 a notebook's math renderer; so it becomes ``⟨name: failed⟩`` and the run's
-status says the answer is incomplete (SPEC §9, ``run_finished``).
+status says the answer is incomplete (docs/runtime.md#events, ``run_finished``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the loop does when a real model drifts from the protocol (issue 9 §3, SPEC §3, §7).
+"""What the loop does when a real model drifts from the protocol (docs/runtime.md#how-a-run-ends).
 
 Small models retry a failed action under the same id, repeat the same
 failing action turn after turn, or end a run with no final response at all.

@@ -1,4 +1,4 @@
-"""Context feeds (SPEC §4): named text placed into the system prompt at every turn.
+"""Context feeds (docs/feeds.md): named text placed into the system prompt at every turn.
 
 A session holds one :class:`FeedRegistry`. Each feed has a spec
 (:class:`FeedSpec`: id, type, source, limits) and a slot (its last text or

@@ -1,4 +1,4 @@
-"""Run limits (SPEC §3, §8): every one ends a run with status ``limit`` and a clear message.
+"""Run limits (docs/runtime.md#limits): each ends a run with status ``limit`` and a clear message.
 
 :class:`Limits` says what one run may consume; :class:`Budget` counts what
 it did consume. Every action a run starts counts, at any depth: the tokens

@@ -1,4 +1,4 @@
-"""The agent loop of one run (SPEC §3): turns, dispatch while streaming, end conditions.
+"""One run's agent loop (docs/runtime.md#agent-loop): turns, streaming dispatch, end conditions.
 
 Strategy
 --------

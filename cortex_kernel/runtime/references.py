@@ -1,4 +1,4 @@
-"""``$var`` references inside action bodies (SPEC §2.1).
+"""``$var`` references inside action bodies (docs/protocol.md#actions).
 
 Pure functions, no I/O. A reference is written ``$name``, ``${name}`` or with
 a path, ``$name.field[0]`` / ``${name.field[0]}``. Names start with a letter or

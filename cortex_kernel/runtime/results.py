@@ -2,7 +2,7 @@
 
 Quoting
 -------
-Tool output is data, never protocol (SPEC §8). The body of an
+Tool output is data, never protocol (docs/runtime.md#security-defaults). The body of an
 ``<action_result>`` is escaped like XML text — ``&`` as ``&amp;``, ``<`` as
 ``&lt;``, ``>`` as ``&gt;`` — so a result that contains ``</action_result>``
 or ``<action …>`` can never close the block or be read as a new element,

@@ -1,4 +1,4 @@
-"""Runtime events (SPEC §9): what a run reports, one JSON object per line.
+"""Runtime events (docs/runtime.md#events): what a run reports, one JSON object per line.
 
 Every runtime event carries ``t``: seconds since the run started, on the
 monotonic clock. Action events carry the action ``id``. A run's event stream
@@ -56,7 +56,7 @@ __all__ = [
 # not be filled (its action failed or never ran): the answer shows ⟨name: reason⟩.
 # ``no_answer``: no final response even after the repair turn (the answer is
 # the last thought, marked provisional); ``stuck``: the same failing action
-# three times (SPEC §3, issue 9 §3).
+# three times (docs/runtime.md#how-a-run-ends, issue 9 §3).
 RunStatus = Literal["ok", "incomplete", "error", "cancelled", "limit", "no_answer", "stuck"]
 
 

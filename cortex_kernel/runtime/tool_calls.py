@@ -1,4 +1,4 @@
-"""Native tool calls as protocol text: the one translator (SPEC §2.3).
+"""Native tool calls as protocol text: the one translator (docs/protocol.md#function-calling).
 
 A function-calling provider answers with tool calls, not protocol text. The
 model adapters (litellm's, the replay model) turn each call into the action

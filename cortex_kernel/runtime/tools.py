@@ -294,7 +294,7 @@ def closest_names(name: str, known: list[str], limit: int = 3) -> list[str]:
 
 
 def unknown_tool_message(name: str, known: list[str]) -> str:
-    """``unknown tool 'X'; did you mean 'Y'? available tools: …`` (SPEC §7, issue 9 rule 4)."""
+    """``unknown tool 'X'; did you mean 'Y'? available tools: …`` (docs/protocol.md#actions)."""
     close = closest_names(name, known)
     hint = ("did you mean " + " or ".join(f"'{c}'" for c in close) + "? ") if close else ""
     available = ", ".join(sorted(known)) or "none"

@@ -141,7 +141,7 @@ def test_set_variable_on_a_user_name_keeps_the_users_value(kernel: Kernel, tmp_p
 
 def test_delete_variable_spares_the_users_data(kernel: Kernel, tmp_path: Path) -> None:
     kernel.python("%%python\ndf = [1, 2, 3]")
-    # delete_variable is blocked by default (SPEC §2.1): this agent is granted it.
+    # delete_variable is blocked by default (docs/protocol.md#actions): this agent is granted it.
     kernel.python(
         "%%python\nfrom cortex_kernel.jupyter.runner import runner_for\n"
         "runner_for(get_ipython()).session.allowed_internal |= {'delete_variable'}"

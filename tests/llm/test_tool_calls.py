@@ -1,4 +1,4 @@
-"""Native tool calls (SPEC §2.3): streamed deltas become the same parser events."""
+"""Native tool calls (docs/protocol.md#function-calling): streamed deltas become the same events."""
 
 from __future__ import annotations
 

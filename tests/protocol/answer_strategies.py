@@ -4,7 +4,7 @@
 the tokens a reader sees in order (outside text, thought text, response
 text with its ``final``, each action and feed where it closes), every
 action's fields, and the warnings its repairs must raise. The document is
-written the many ways SPEC §2 allows (tag and attribute case, every quoting
+written the many ways docs/protocol.md#contract allows (tag and attribute case, every quoting
 style, ``depends_on`` in every form, control fields in the body, code fences
 and trailing commas, ``</action>`` inside JSON strings), so a parser that
 ignores a spelling gets the answer wrong.
@@ -200,7 +200,7 @@ class _Writer:
         if action_type == "tool":
             name = draw(st.sampled_from(["ls", "search", "read_csv"]))
             read = {"name": name, "parameters": extra}
-            # Where real models put a tool's parameters (SPEC §2.1).
+            # Where real models put a tool's parameters (docs/protocol.md#actions).
             where = draw(st.sampled_from(["parameters", "arguments", "args", "input", "flat"]))
             if where == "parameters":
                 return read, read, 0
@@ -287,7 +287,7 @@ class _Writer:
             draft.expected["depends_on"] = deps
             draft.place(draw, "depends_on", deps, self.depends_on(deps))
         elif draw(st.integers(0, 3)) == 0:
-            # "No dependency", the ways real models write it (SPEC §2.1).
+            # "No dependency", the ways real models write it (docs/protocol.md#actions).
             nothing = draw(st.sampled_from(["none", "None", "null", "empty", "-", "[]", "", '""']))
             draft.warnings += nothing.lower() in ("none", "null", "empty")
             quoted = nothing if nothing == '""' else f'"{nothing}"'

@@ -1,7 +1,7 @@
 """Hypothesis strategies for protocol documents, valid and broken.
 
 Used by the property tests and the fuzz target. Documents mix every
-element of SPEC §2 with the hazards the parser must survive: ``<`` and
+element of docs/protocol.md#contract with the hazards the parser must survive: ``<`` and
 ``>`` in text, tag prefixes, case changes, every quoting style,
 ``</action>`` inside JSON strings, apostrophes, repairs.
 """

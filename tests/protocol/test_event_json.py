@@ -1,4 +1,4 @@
-"""Events serialise whatever text they hold, and read back equal (SPEC §9)."""
+"""Events serialise whatever text they hold, and read back equal (docs/runtime.md#events)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fuzz target for the parser: the SPEC §2.2 properties with a large budget.
+"""Parser fuzz target: the docs/protocol.md#streaming-guarantees properties with a large budget.
 
 Each example draws a valid, mutated or arbitrary document and random chunk
 boundaries from one seed (:mod:`.fuzz_docs`), then checks that the parser

@@ -1,4 +1,4 @@
-"""Unit tests of the parser: one per event type and per leniency of SPEC §2.1.
+"""Unit tests of the parser: one per event type and per leniency of docs/protocol.md#actions.
 
 Each test goes through ``events_of``, which also feeds the input one
 character at a time and checks conservation.
@@ -387,7 +387,7 @@ def test_lt_and_unknown_tags_in_a_thought_are_text() -> None:
     assert events[1]["text"] == "if a<b then <i>x</i> <response>no"
 
 
-# -- what real models write (SPEC §2.1) ------------------------------------------------
+# -- what real models write (docs/protocol.md#actions) ---------------------------------
 
 
 def test_response_closing_tag_closes_a_thought_with_a_warning() -> None:

@@ -1,4 +1,7 @@
-"""Property tests of SPEC §2.2: chunk invariance, conservation, early dispatch, totality."""
+"""Property tests of docs/protocol.md#streaming-guarantees.
+
+Chunk invariance, conservation, early dispatch, totality.
+"""
 
 from __future__ import annotations
 

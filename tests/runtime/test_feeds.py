@@ -1,6 +1,6 @@
 """Context feeds end to end through a replay model: ``periodic`` refresh in the
 background while a run is active, and the ``llm``, ``workflow`` and ``relic``
-sources, each with a failing case (SPEC §4)."""
+sources, each with a failing case (docs/feeds.md)."""
 
 from __future__ import annotations
 

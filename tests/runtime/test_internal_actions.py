@@ -1,5 +1,5 @@
 """``internal`` actions end to end through a replay model: the seven operations of
-SPEC §2.1, their permissions, the audit trail, and context feeds in the prompt."""
+docs/protocol.md#actions, their permissions, the audit trail, and context feeds in the prompt."""
 
 from __future__ import annotations
 

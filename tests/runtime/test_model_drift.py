@@ -1,4 +1,4 @@
-"""What real models write, replayed through a session (SPEC §2.1, issue 9 §3 rules 2-4).
+"""What real models write, replayed through a session (docs/protocol.md#actions).
 
 Each transcript is a drift seen from small local models; the run must read
 it as the model meant it, say so in a ``warning`` event, and give the

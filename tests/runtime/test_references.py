@@ -1,4 +1,4 @@
-"""Tests of ``$var`` references: finding and substituting (SPEC §2.1)."""
+"""Tests of ``$var`` references: finding and substituting (docs/protocol.md#actions)."""
 
 from __future__ import annotations
 
