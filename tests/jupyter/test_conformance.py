@@ -47,8 +47,12 @@ class CortexKernelTests(jupyter_kernel_test.KernelTests):
     completion_samples: ClassVar[list[dict[str, Any]]] = [
         {"text": "%%python\nzi", "matches": {"zip"}}
     ]
-    complete_code_samples: ClassVar[list[str]] = ["%%python\n1", "%%python\nprint('hello, world')"]
-    incomplete_code_samples: ClassVar[list[str]] = ["%%python\nprint('''hello"]
+    # A %%python cell ends at a blank line, as IPython's cell magics do in a terminal.
+    complete_code_samples: ClassVar[list[str]] = [
+        "%%python\n1\n",
+        "%%python\nprint('hello, world')\n",
+    ]
+    incomplete_code_samples: ClassVar[list[str]] = ["%%python\nprint('''hello", "%%python\n1"]
     code_page_something = "%%python\nprint?"
     code_generate_error = "%%python\nraise ValueError('boom')"
     code_execute_result: ClassVar[list[dict[str, str]]] = [
