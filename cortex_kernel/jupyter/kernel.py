@@ -20,7 +20,9 @@ fast as the next ones (a magic used before that imports what it needs).
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
@@ -66,6 +68,10 @@ class CortexKernel(IPythonKernel):
         #: ``time.monotonic()`` of the first kernel_info reply (``None`` before).
         self.kernel_info_at: float | None = None
         self._info_requests = 0  # kernel_info requests so far (the warm-up waits for quiet)
+        # The main shell's running execute_request (None between cells), and the
+        # lock that orders its end against a re-asserted "busy" (_publish_status).
+        self._executing: dict[str, Any] | None = None
+        self._executing_lock = threading.Lock()
 
     def start(self) -> None:
         """Start serving; warm the model layer later even if no front end asks."""
@@ -88,6 +94,26 @@ class CortexKernel(IPythonKernel):
     def _parent_session(self) -> str:
         parent = self.get_parent()  # type: ignore[no-untyped-call]
         return str((parent or {}).get("header", {}).get("session", ""))
+
+    def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
+        """Publish a status; after another request's "idle" mid-cell, "busy" again.
+
+        JupyterLab shows one kernel status, set by every status message: the
+        ``create_subshell_request`` it sends on the control channel when a run's
+        view opens its comm (comms over subshells) ends with an "idle", and the
+        status bar (and jupyter_server's ``execution_state``, which the idle
+        culler reads) then said "Idle" for the rest of the run. A "busy" whose
+        parent is the running execute_request puts it right; clients that wait
+        for that request's own "idle" are unaffected.
+        """
+        publish: Callable[..., None] = super()._publish_status
+        publish(status, channel, parent)
+        if status != "idle":
+            return
+        # Control and subshell requests end on other threads while a cell runs.
+        with self._executing_lock:
+            if self._executing is not None:
+                publish("busy", "shell", parent=self._executing)
 
     def do_is_complete(self, code: str) -> dict[str, str]:  # type: ignore[override]
         """A message is complete at Enter unless inside a fence or an open tag.
@@ -119,6 +145,12 @@ class CortexKernel(IPythonKernel):
         # A terminal gets the run's plain-text view as it changes (see AgentRunner.run).
         runner_for(self.shell).terminal = self._parent_session() in self._terminal_sessions
         self.warm_up.busy()  # no new warm-up step while a cell runs
+        parent: dict[str, Any] = self.get_parent("shell") or {}  # type: ignore[no-untyped-call]
+        header = parent.get("header") or {}
+        main_shell = bool(header) and header.get("subshell_id") is None
+        if main_shell:
+            with self._executing_lock:
+                self._executing = parent
         try:
             reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
                 code,
@@ -130,6 +162,10 @@ class CortexKernel(IPythonKernel):
                 cell_id=cell_id,
             )
         finally:
+            if main_shell:
+                # Before ipykernel publishes this cell's "idle": no "busy" after it.
+                with self._executing_lock:
+                    self._executing = None
             self.warm_up.idle()
         return reply
 

@@ -10,7 +10,8 @@ one), not only drawn at the end. A screenshot of the view is saved (set
 A second cell answers with prices ("$5 or $6"): nothing is typeset as math.
 A third, ``%%python`` cell is edited as Python (the shipped labextension),
 while message cells stay markdown; in the stock Python kernel the extension
-edits a ``%%agent`` cell as markdown.
+edits a ``%%agent`` cell as markdown. The status bar says Busy until a
+run ends, whatever other request (a subshell for the view's comm) ends meanwhile.
 Then the notebook is saved, its kernel and session are deleted, and the
 page is loaded again with a new kernel: the finished run reads the same,
 from the static view stored in the file (no "Error displaying widget").
@@ -414,3 +415,70 @@ def test_agent_cells_markdown_in_python_kernel(
     assert "<span" not in agent_html, agent_html
     assert mimes == ["text/x-markdown", "text/x-ipython"]
     assert restored == "text/x-ipython"
+
+
+def test_status_bar_busy_for_the_whole_run(
+    tmp_path: Path, cortex_kernelspec: str, replay_dir: Path
+) -> None:
+    """JupyterLab's status bar says Busy until the cell ends, not Idle once the view opens.
+
+    The view's comm makes JupyterLab ask for a subshell on the control channel
+    mid-run; that request's "idle" set the one status JupyterLab shows.
+    """
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    message = "What is the capital of France? Add one fact about it."
+    with (
+        _serve(tmp_path, replay_dir, "jupyterlab", cells=[("agent-cell", message)]) as server,
+        sync_playwright() as p,
+    ):
+        context = _launch(p, tmp_path)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(server["url"])
+            _wait_idle(page)
+            # Every IOPub message in the order JupyterLab handles it, with the
+            # status it shows once that message is handled.
+            page.evaluate(
+                """() => {
+                    const context = window.jupyterapp.shell.currentWidget.sessionContext;
+                    window.__iopub = [];
+                    context.session.kernel.iopubMessage.connect((_, m) => window.__iopub.push({
+                        type: m.header.msg_type,
+                        state: m.content.execution_state || "",
+                        parentType: m.parent_header.msg_type || "",
+                        parentId: m.parent_header.msg_id || "",
+                        shown: context.kernelDisplayStatus,
+                    }));
+                }"""
+            )
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.wait_for_function(
+                """() => window.__iopub.some(m => m.type === "status" && m.state === "idle"
+                    && m.parentType === "execute_request")""",
+                timeout=90_000,
+            )
+            log: list[dict[str, str]] = page.evaluate("window.__iopub")
+        finally:
+            context.close()
+    execute_id = next(m["parentId"] for m in log if m["parentType"] == "execute_request")
+    run = [m["type"] != "status" or m["parentId"] != execute_id for m in log].index(False)
+    end = next(
+        i
+        for i, m in enumerate(log)
+        if m["type"] == "status" and m["state"] == "idle" and m["parentId"] == execute_id
+    )
+    # Another request (the subshell JupyterLab asks for) ended mid-run, before
+    # the run's last output.
+    others = [
+        i
+        for i in range(run, end)
+        if log[i]["type"] == "status"
+        and log[i]["state"] == "idle"
+        and log[i]["parentId"] != execute_id
+    ]
+    outputs = [i for i in range(run, end) if log[i]["type"] != "status"]
+    assert others and outputs and others[0] < outputs[-1], log
+    assert log[outputs[-1]]["shown"] == "busy", log[others[0] :]
+    assert log[end]["shown"] == "idle"
