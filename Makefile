@@ -5,14 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lock demo test test-compiled test-compiled-run lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
+.PHONY: docs lock demo test test-compiled test-compiled-run lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,lint]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,lint,docs]'
 	touch $(STAMP)
 
 # Refresh constraints.txt on purpose: the newest versions pyproject.toml's
@@ -22,7 +22,7 @@ lock:
 	rm -rf build/lock-venv
 	$(PY) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install -q --upgrade pip
-	build/lock-venv/bin/python -m pip install -q -e '.[test,lint]'
+	build/lock-venv/bin/python -m pip install -q -e '.[test,lint,docs]'
 	{ sed -n '1,/^[^#]/{/^#/p}' constraints.txt; \
 	  build/lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
@@ -48,6 +48,11 @@ test: lint install-kernel
 	$(BIN)/python hatch_build.py --out $(COMPILED)
 	$(MAKE) --no-print-directory test-compiled-run
 	$(BIN)/python -m pytest
+
+# The manual (docs/, MkDocs + Material) as a static site in build/site;
+# --strict turns every broken link or anchor into an error.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
 
 # The protocol tests on the compiled parser only (what `make test` runs first).
 test-compiled: $(STAMP)

@@ -16,7 +16,7 @@ __all__ = [
     "unload_ipython_extension",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str) -> Any:
