@@ -14,7 +14,7 @@ const ICONS = {
   parsing: "…",
   queued: "○",
   waiting: "◔",
-  running: "▶",
+  running: "⟳",
   succeeded: "✓",
   failed: "✗",
   skipped: "↷",

@@ -56,11 +56,17 @@ __all__ = [
 
 Op = list[Any]
 
+
+def plural(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: as the live view writes counts."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 STATE_ICONS: dict[str, str] = {
     "parsing": "…",
     "queued": "○",
     "waiting": "◔",
-    "running": "▶",
+    "running": "⟳",  # not ▶: that reads as a disclosure triangle, and it cannot be clicked
     "succeeded": "✓",
     "failed": "✗",
     "skipped": "↷",
@@ -725,7 +731,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     footer = doc["footer"]
     parts = [
         f"**Cortex run** · {doc['status']} · {len(doc['order'])} actions · "
-        f"{footer['turns']} turns · {footer['tokens']} tokens"
+        f"{plural(footer['turns'], 'turn')} · {footer['tokens']} tokens"
     ]
     for thought in doc["thoughts"]:
         text = thought["text"].strip()
@@ -850,10 +856,11 @@ def render_html(doc: dict[str, Any]) -> str:
         link = esc(doc["dashboard"], quote=True)
         out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
     cost = footer["cost"]
-    cost_text = "n/a" if cost is None else f"${cost:.4f}"
+    # An unknown cost (a local or replay model) is left out, as the live view does.
+    cost_text = "" if cost is None else f" · ${cost:.4f}"
     out.append(
-        f'<div style="color: #777; font-size: 11px">{footer["turns"]} turns · '
-        f"{footer['tokens']} tokens · {cost_text} · {footer['seconds']:.1f}s</div>"
+        f'<div style="color: #777; font-size: 11px">{plural(footer["turns"], "turn")} · '
+        f"{footer['tokens']} tokens{cost_text} · {footer['seconds']:.1f}s</div>"
     )
     out.append("</div>")
     # Every field above is escaped; the sanitizer is the second line of defence.

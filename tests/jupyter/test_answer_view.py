@@ -146,3 +146,13 @@ def test_run_with_background_work_goes_static_when_it_ends(
             assert "succeeded" in content["data"]["text/plain"]
             return
     raise AssertionError("the view never went static after the background action ended")
+
+
+def test_static_footer_reads_as_the_live_one(cortex: Kernel, replay_dir: Path) -> None:
+    # A one-turn run on a model with no price: "1 turn", and no bare "n/a" for the cost.
+    result = cortex.run(f"%%agent --model replay:{replay_dir}/prices.jsonl\nprices?")
+    assert result.status == "ok", dump(result)
+    final = _final_view(result)
+    for kind in ("text/html", "text/markdown"):
+        assert "1 turn ·" in final[kind], final[kind]
+        assert "1 turns" not in final[kind] and "n/a" not in final[kind], final[kind]
