@@ -42,7 +42,7 @@ from .runtime.feeds import FeedRegistry
 from .runtime.limits import Limits
 from .runtime.ports import Model, ModelResolver, protocol_named
 from .runtime.session import Session
-from .toolset import build_tools
+from .toolset import build_tools, docker_engine
 
 __all__ = ["build_session", "mcp_hub", "resolve"]
 
@@ -342,7 +342,7 @@ def _relics(
     place = RelicPlace(
         base=base,
         workspace=(base / spec.executors.workspace).resolve(),
-        docker_host=spec.executors.docker.host,
+        docker=docker_engine(spec.executors.docker, base),
         source=source,
     )
     try:

@@ -19,15 +19,22 @@ from typing import Any
 
 from .exceptions import ConfigError, ToolError
 from .executors.command import command_output, render_args, run_command
-from .executors.docker import ContainerSpec, configure_engine, run_container
+from .executors.docker import ContainerSpec, DockerEngine, run_container
 from .executors.files import Workspace
 from .executors.images import sandbox_image
 from .executors.sandbox import run_code
-from .manifest import AgentManifest, CallableTool, CommandTool, DockerTool, SandboxBuiltin
+from .manifest import (
+    AgentManifest,
+    CallableTool,
+    CommandTool,
+    DockerSettings,
+    DockerTool,
+    SandboxBuiltin,
+)
 from .runtime.docstrings import summary
 from .runtime.tools import Tool, ToolRegistry, schema_model
 
-__all__ = ["build_tools"]
+__all__ = ["build_tools", "docker_engine"]
 
 
 def _import(target: str, where: str) -> Callable[..., Any]:
@@ -117,7 +124,7 @@ def _command_tool(spec: CommandTool, where: str, base: Path, max_output: int) ->
 
 
 def _docker_tool(
-    spec: DockerTool, where: str, workspace: Path, host: str | None, max_output: int
+    spec: DockerTool, where: str, workspace: Path, engine: DockerEngine, max_output: int
 ) -> Tool:
     container = ContainerSpec(
         spec.docker.image,
@@ -136,12 +143,12 @@ def _docker_tool(
 
     async def call(**parameters: Any) -> Any:
         if container.image is None:
-            container.image = await sandbox_image(host)
+            container.image = await sandbox_image(engine)
         run = await run_container(
             container,
             stdin=json.dumps(parameters).encode(),
             time_limit=spec.timeout,
-            host=host,
+            engine=engine,
             name=spec.name,
             max_output=max_output,
         )
@@ -197,7 +204,7 @@ def _code_tool(
     confirm: bool,
     where: str,
     base: Path,
-    host: str | None,
+    engine: DockerEngine,
     namespace: MutableMapping[str, Any] | None,
 ) -> Tool:
     key = "code" if language == "python" else "command"
@@ -217,7 +224,7 @@ def _code_tool(
                 memory=spec.memory,
                 image=spec.image,
                 network=spec.network,
-                host=host,
+                engine=engine,
                 cwd=str(base) if spec.sandbox == "subprocess" else None,
                 pass_env=spec.pass_env,
             )
@@ -285,6 +292,26 @@ def _files_workspace(
     return workspace
 
 
+def docker_engine(settings: DockerSettings, base: Path) -> DockerEngine:
+    """The Docker engine a manifest's ``executors.docker`` names, for its tools and relics.
+
+    Parameters
+    ----------
+    settings
+        The manifest's ``executors.docker``.
+    base
+        The manifest's folder: a relative ``cert_path`` is taken from it.
+
+    Returns
+    -------
+    DockerEngine
+        The settings as a value each tool and relic keeps: nothing global is
+        registered, so another manifest naming the same host keeps its own.
+    """
+    cert_path = str((base / settings.cert_path).resolve()) if settings.cert_path else None
+    return DockerEngine(settings.host, settings.tls_verify, cert_path)
+
+
 def build_tools(
     agent: AgentManifest,
     *,
@@ -323,12 +350,7 @@ def build_tools(
     root = base if base is not None else Path.cwd()
     settings = agent.executors
     workspace_dir = (root / settings.workspace).resolve()
-    host = settings.docker.host
-    if host and (settings.docker.tls_verify is not None or settings.docker.cert_path):
-        cert_path = (
-            str((root / settings.docker.cert_path).resolve()) if settings.docker.cert_path else None
-        )
-        configure_engine(host, tls_verify=settings.docker.tls_verify, cert_path=cert_path)
+    engine = docker_engine(settings.docker, root)
     for index, spec in enumerate(agent.tools):
         where = f"{source} tools[{index}]"
         if isinstance(spec, CallableTool):
@@ -336,7 +358,7 @@ def build_tools(
         elif isinstance(spec, CommandTool):
             made = _command_tool(spec, where, root, settings.max_output_bytes)
         else:
-            made = _docker_tool(spec, where, workspace_dir, host, settings.max_output_bytes)
+            made = _docker_tool(spec, where, workspace_dir, engine, settings.max_output_bytes)
             if spec.network and agent.confirm.network:
                 made.confirm = True
         tools.add(made)
@@ -349,7 +371,9 @@ def build_tools(
                     builtin.network and agent.confirm.network
                 )
             where = f"{source} builtins.{language}"
-            tools.add(_code_tool(language, builtin, confirm, where, workspace_dir, host, namespace))
+            tools.add(
+                _code_tool(language, builtin, confirm, where, workspace_dir, engine, namespace)
+            )
     files = agent.builtins.files
     workspace = _files_workspace(agent, root, protected, source)
     if files is not None and workspace is not None:

@@ -21,7 +21,9 @@ is killed and removed in a shielded ``finally`` before the call returns.
 ``DOCKER_HOST`` (or the manifest's ``executors.docker.host``) selects the
 engine, local or remote, as the Docker CLI does, with its TLS settings
 (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``, or the manifest's
-``tls_verify``/``cert_path`` registered with :func:`configure_engine`).
+``tls_verify``/``cert_path``). A manifest's engine travels with the tools
+and relics built from it as a :class:`DockerEngine`: two manifests naming
+the same host with different TLS settings each keep their own.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ __all__ = [
     "LOG_LIMIT",
     "OWNER_LABEL",
     "ContainerSpec",
-    "configure_engine",
+    "DockerEngine",
     "docker_client",
     "owner",
     "remove_container",
@@ -171,33 +173,44 @@ def _engine_address(host: str | None) -> str:
     return host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
-# TLS of the engines a manifest names (host -> DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
-_ENGINE_TLS: dict[str, tuple[bool | None, str | None]] = {}
+@dataclass(frozen=True)
+class DockerEngine:
+    """Which Docker engine to use, and how to reach it.
 
+    Attributes
+    ----------
+    host
+        The engine's address (``tcp://build-box:2376``); ``None``:
+        ``DOCKER_HOST``, else the current Docker context or the local socket.
+    tls_verify
+        Check the engine's certificate against ``cert_path``'s ``ca.pem``
+        (``None``: ``DOCKER_TLS_VERIFY`` decides).
+    cert_path
+        A folder with ``ca.pem``, ``cert.pem`` and ``key.pem``, as
+        ``DOCKER_CERT_PATH`` (``None``: that variable decides).
 
-def configure_engine(
-    host: str, *, tls_verify: bool | None = None, cert_path: str | None = None
-) -> None:
-    """Use these TLS settings for the engine at ``host`` (instead of the environment's).
-
-    ``cert_path`` is a folder with ``ca.pem``, ``cert.pem`` and ``key.pem``, as
-    ``DOCKER_CERT_PATH``; ``tls_verify`` checks the engine's certificate
-    against that ``ca.pem``.
+    ``tls_verify`` and ``cert_path`` apply only with ``host`` set: without
+    it the environment names the engine, and its own TLS settings go with it.
     """
-    _ENGINE_TLS[host] = (tls_verify, cert_path)
 
+    host: str | None = None
+    tls_verify: bool | None = None
+    cert_path: str | None = None
 
-def _environment(host: str | None) -> dict[str, str]:
-    """The environment ``docker.from_env`` reads, with ``host`` and its TLS settings."""
-    env = dict(os.environ)
-    if host:
-        env["DOCKER_HOST"] = host
-        verify, cert_path = _ENGINE_TLS.get(host, (None, None))
-        if cert_path is not None:
-            env["DOCKER_CERT_PATH"] = cert_path
-        if verify is not None:
-            env["DOCKER_TLS_VERIFY"] = "1" if verify else ""
-    return env
+    def environment(self) -> dict[str, str]:
+        """The environment ``docker.from_env`` would read for this engine.
+
+        A copy of ``os.environ`` with this engine's settings over it; the
+        process's own environment is never changed.
+        """
+        env = dict(os.environ)
+        if self.host:
+            env["DOCKER_HOST"] = self.host
+            if self.cert_path is not None:
+                env["DOCKER_CERT_PATH"] = self.cert_path
+            if self.tls_verify is not None:
+                env["DOCKER_TLS_VERIFY"] = "1" if self.tls_verify else ""
+        return env
 
 
 _ENGINE_API: Any = None
@@ -237,8 +250,8 @@ def _why(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def docker_client(host: str | None = None) -> Any:
-    """A client for the engine at ``host`` (default: ``DOCKER_HOST`` or the local socket).
+def docker_client(engine: DockerEngine | None = None) -> Any:
+    """A client for ``engine`` (default: ``DOCKER_HOST`` or the local socket).
 
     Raises
     ------
@@ -248,11 +261,11 @@ def docker_client(host: str | None = None) -> Any:
     import docker
     import docker.errors
 
-    address = _engine_address(host)
+    engine = engine or DockerEngine()
+    address = _engine_address(engine.host)
     try:
-        # from_env, also for a manifest's host: the TLS settings apply either way.
-        # The environment's settings (DOCKER_HOST, TLS), also for a manifest's host.
-        environment = _environment(host)
+        # As docker.from_env, on the environment with this engine's settings over it.
+        environment = engine.environment()
         options = docker.utils.kwargs_from_env(environment=environment)
         if "base_url" not in options:  # as docker.from_env: the current docker context
             for name, value in docker.ContextAPI.kwargs_from_context(
@@ -299,7 +312,7 @@ async def run_container(
     *,
     stdin: bytes = b"",
     time_limit: float | None = None,
-    host: str | None = None,
+    engine: DockerEngine | None = None,
     name: str = "docker",
     max_output: int = 10_000_000,
 ) -> ContainerRun:
@@ -319,7 +332,7 @@ async def run_container(
 
     if spec.image is None:
         raise ToolError(f"tool '{name}': no image to run")
-    client = await anyio.to_thread.run_sync(docker_client, host)
+    client = await anyio.to_thread.run_sync(docker_client, engine)
     container: Any = None
     output: Any = None
     out, err = bytearray(), bytearray()
@@ -351,7 +364,7 @@ async def run_container(
         except docker.errors.ImageNotFound:
             raise ToolError(
                 f"tool '{name}': image {spec.image!r} is not on the Docker engine at "
-                f"{_engine_address(host)}; build or pull it first"
+                f"{_engine_address(engine.host if engine else None)}; build or pull it first"
             ) from None
         created = time.perf_counter() - t0
         with anyio.fail_after(time_limit):
@@ -410,13 +423,3 @@ def _finish_stdin(stream: Any, data: bytes) -> None:
         raw.shutdown(socket.SHUT_WR)
     finally:
         raw.close()
-
-
-def remove_labelled(host: str | None = None) -> int:
-    """Force-remove every container carrying our label (e.g. after a crash). Returns how many."""
-    client = docker_client(host)
-    count = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        remove_container(container)
-        count += 1
-    return count

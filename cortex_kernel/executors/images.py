@@ -22,9 +22,12 @@ import sysconfig
 import tarfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ToolError
+
+if TYPE_CHECKING:
+    from .docker import DockerEngine
 
 __all__ = ["SANDBOX_REPOSITORY", "ensure_sandbox_image", "sandbox_files", "sandbox_image"]
 
@@ -213,12 +216,12 @@ def ensure_sandbox_image(client: Any) -> str:
     return name
 
 
-async def sandbox_image(host: str | None = None) -> str:
-    """:func:`ensure_sandbox_image` on the engine at ``host``, off the event loop."""
+async def sandbox_image(engine: DockerEngine | None = None) -> str:
+    """:func:`ensure_sandbox_image` on ``engine``, off the event loop."""
     import anyio.to_thread
 
     from .docker import docker_client
 
-    client = await anyio.to_thread.run_sync(docker_client, host)
+    client = await anyio.to_thread.run_sync(docker_client, engine)
     name: str = await anyio.to_thread.run_sync(ensure_sandbox_image, client)
     return name

@@ -9,11 +9,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import RelicError, ToolError
 from ..manifest import RelicSpec
 from ..runtime.tools import Tool
+
+if TYPE_CHECKING:
+    from .docker import DockerEngine
 
 __all__ = ["NO_PARAMETERS", "Relic", "RelicPlace"]
 
@@ -31,15 +34,16 @@ class RelicPlace:
         The manifest's folder (a server's ``cwd`` is relative to it).
     workspace
         The workspace (a SQLite relic's file, a container's ``/workspace``).
-    docker_host
-        The Docker engine (``None``: ``DOCKER_HOST`` or the local socket).
+    docker
+        The Docker engine, with its TLS settings (``None``: ``DOCKER_HOST``
+        or the local socket).
     source
         How messages name the manifest.
     """
 
     base: Path
     workspace: Path
-    docker_host: str | None = None
+    docker: DockerEngine | None = None
     source: str = "the manifest"
 
 

@@ -82,10 +82,10 @@ class DockerRelic(Relic):
     async def start(self) -> None:
         """Create and start the container; ready once the engine says it runs."""
         assert self.spec.docker is not None
-        host = self.place.docker_host
+        engine = self.place.docker
         try:
-            image = self.spec.docker.image or await sandbox_image(host)
-            self._client = client = await anyio.to_thread.run_sync(docker_client, host)
+            image = self.spec.docker.image or await sandbox_image(engine)
+            self._client = client = await anyio.to_thread.run_sync(docker_client, engine)
         except ToolError as exc:
             raise RelicError(f"relic '{self.name}': {exc}") from None
         options = self.container_spec(image).create_options(client.api)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ..exceptions import ToolError
 from .command import command_output, run_command
-from .docker import ContainerSpec, run_container
+from .docker import ContainerSpec, DockerEngine, run_container
 from .images import sandbox_image
 
 __all__ = ["memory_bytes", "run_code"]
@@ -55,7 +55,7 @@ async def run_code(
     memory: str = "512m",
     image: str | None = None,
     network: bool = False,
-    host: str | None = None,
+    engine: DockerEngine | None = None,
     cwd: str | None = None,
     pass_env: Iterable[str] = (),
 ) -> Any:
@@ -84,11 +84,11 @@ async def run_code(
         )
     else:
         if image is None:
-            image = await sandbox_image(host)
+            image = await sandbox_image(engine)
         run = await run_container(
             ContainerSpec(image, _argv(language, code, "python3"), memory=memory, network=network),
             time_limit=time_limit,
-            host=host,
+            engine=engine,
             name=name,
         )
         if run.oom_killed:

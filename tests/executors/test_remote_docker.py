@@ -8,6 +8,7 @@ forwarder; the right CA works, a wrong one fails with a clear message.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,27 @@ async def test_tls_settings_from_the_manifest(
         other = Forwarder(tls=server_context(files))
         with other, pytest.raises(ToolError, match=f"no Docker engine answers at {other.address}"):
             await echo_tool(image, {"host": other.address}).call({})
+
+
+async def test_two_manifests_for_one_host_keep_their_own_tls_settings(
+    image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each manifest's engine travels with its tools: building the second
+    # (same host, another CA) must not change what the first one uses.
+    monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
+    monkeypatch.delenv("DOCKER_CERT_PATH", raising=False)
+    files = make_tls_files(tmp_path / "right")
+    make_tls_files(tmp_path / "wrong")  # another CA: the engine's certificate fails it
+    before = dict(os.environ)
+    with Forwarder(tls=server_context(files)) as engine:
+        settings = {"host": engine.address, "tls_verify": True}
+        right = echo_tool(image, {**settings, "cert_path": "right"}, base=tmp_path)
+        wrong = echo_tool(image, {**settings, "cert_path": "wrong"}, base=tmp_path)
+        assert await right.call({"n": 1}) == {"got": {"n": 1}}
+        with pytest.raises(ToolError, match=r"TLS with the engine failed"):
+            await wrong.call({"n": 2})
+        right_again = echo_tool(image, {**settings, "cert_path": "right"}, base=tmp_path)
+        assert await right_again.call({"n": 3}) == {"got": {"n": 3}}
+        with pytest.raises(ToolError, match=r"TLS with the engine failed"):
+            await wrong.call({"n": 4})  # still its own CA, after the right one was built again
+    assert dict(os.environ) == before  # nothing was registered through the environment
