@@ -1,12 +1,17 @@
-"""``cortex-kernel bench``: find and run the benchmarks of ``benchmarks/``.
+"""``cortex-kernel bench``: find and run the benchmarks of a source checkout.
 
 Each benchmark is a module ``benchmarks/bench_<name>.py`` with a
 ``main() -> dict`` that prints its figures and ratios and returns them; this
 runner writes the dict as JSON to ``benchmarks/results/<name>.json``.
 The benchmarks share :func:`percentile` from here (they are loaded from their
 file, not as a package, so a helper module beside them would not import).
-The benchmarks live beside the package in a source checkout (they are not
-shipped in the wheel); ``CORTEX_BENCH_DIR`` points elsewhere.
+
+The benchmarks are developer tooling: they live in the source checkout
+beside the package and its tests (some use the tests' loopback provider)
+and are not shipped in the wheel. Run from an installed package, with no
+checkout in the current directory, ``cortex-kernel bench`` says so and
+exits with status 2 (:class:`NoCheckout`); ``CORTEX_BENCH_DIR`` names a
+``benchmarks`` folder elsewhere.
 """
 
 from __future__ import annotations
@@ -22,12 +27,18 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "NoCheckout",
     "available_benchmarks",
     "benchmarks_dir",
     "load_benchmark",
     "percentile",
     "run_benchmarks",
+    "source_checkout",
 ]
+
+
+class NoCheckout(Exception):
+    """The benchmarks were asked for where there is no source checkout (an installed package)."""
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -78,6 +89,25 @@ def benchmarks_dir() -> Path:
     return Path.cwd() / "benchmarks"
 
 
+def source_checkout() -> Path:
+    """The root of the source checkout the benchmarks belong to.
+
+    Raises
+    ------
+    NoCheckout
+        No ``benchmarks/bench_*.py`` in the current directory, beside the
+        package, or at ``CORTEX_BENCH_DIR``.
+    """
+    folder = benchmarks_dir()
+    if not any(folder.glob("bench_*.py")):
+        raise NoCheckout(
+            "the benchmarks are developer tooling of the source checkout "
+            f"(benchmarks/bench_*.py), not part of the installed package; none at {folder}. "
+            "Run it from the root of a clone of the repository (make bench)"
+        )
+    return folder.parent
+
+
 def available_benchmarks() -> list[str]:
     """Names of the benchmarks found, sorted."""
     return sorted(p.stem.removeprefix("bench_") for p in benchmarks_dir().glob("bench_*.py"))
@@ -96,11 +126,17 @@ def load_benchmark(name: str) -> Any:
 
 
 def run_benchmarks(name: str | None = None) -> int:
-    """Run one benchmark or all of them; write each result as JSON."""
+    """Run one benchmark or all of them; write each result as JSON.
+
+    Returns 0, or 2 (with one line on stderr) for an unknown name or when
+    there is no source checkout to take the benchmarks from.
+    """
+    try:
+        source_checkout()
+    except NoCheckout as exc:
+        print(f"cortex-kernel bench: {exc}", file=sys.stderr)
+        return 2
     names = available_benchmarks()
-    if not names:
-        print(f"no benchmarks found under {benchmarks_dir()}", file=sys.stderr)
-        return 1
     if name is not None:
         if name not in names:
             print(f"unknown benchmark {name!r}; available: {', '.join(names)}", file=sys.stderr)

@@ -81,10 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_model_arguments(evaluate)
 
-    bench = sub.add_parser("bench", help="run the benchmarks and print their figures")
+    bench = sub.add_parser(
+        "bench", help="run the benchmarks and print their figures (in a source checkout)"
+    )
     bench.add_argument("name", nargs="?", help="one benchmark (default: all)")
 
-    sub.add_parser("demo", help="the main job: execute the example notebooks headless")
+    sub.add_parser(
+        "demo", help="execute the example notebooks headless (in a source checkout; make demo)"
+    )
     return parser
 
 
@@ -193,8 +197,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_benchmarks(args.name)
     if args.command == "demo":
-        from .demo import run_demo
+        from .demo import notebooks_dir, run_demo
 
+        folder = notebooks_dir()
+        if not any(folder.glob("*.ipynb")):
+            raise UsageError(
+                "the example notebooks are part of the source checkout (notebooks/*.ipynb), "
+                f"not of the installed package; none at {folder}. "
+                "Run it from the root of a clone of the repository (make demo)"
+            )
         return run_demo()
     return 2  # pragma: no cover - argparse rejects unknown commands
 

@@ -1,13 +1,20 @@
-"""The benchmarks' one percentile: p50 is the median, p99 interpolates."""
+"""The benchmarks' runner: its one percentile, and what it says outside a source checkout."""
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from cortex_kernel.bench import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_p50_is_the_median_and_the_ends_are_min_and_max() -> None:
@@ -28,3 +35,36 @@ def test_nothing_measured_is_zero_and_a_bad_quantile_is_refused() -> None:
     assert percentile([], 0.99) == 0.0
     with pytest.raises(ValueError, match="between 0 and 1"):
         percentile([1.0], 99)
+
+
+def _installed_copy(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The package alone, as a wheel installs it (no benchmarks, notebooks or tests beside it)."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "cortex_kernel", site / "cortex_kernel", ignore=_IGNORE)
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "CORTEX_BENCH_DIR"}
+    env["PYTHONPATH"] = str(site)
+    return elsewhere, env
+
+
+_IGNORE = shutil.ignore_patterns("__pycache__")
+
+
+def test_bench_and_demo_outside_a_source_checkout_say_where_to_run_them(tmp_path: Path) -> None:
+    cwd, env = _installed_copy(tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    where = run("-c", "import cortex_kernel; print(cortex_kernel.__file__)")
+    assert where.stdout.startswith(str(tmp_path / "site"))  # the copy is what runs
+    for command, target in (("bench", "make bench"), ("demo", "make demo")):
+        result = run("-m", "cortex_kernel", command)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"cortex-kernel {command}: ")
+        assert "source checkout" in result.stderr and target in result.stderr
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1

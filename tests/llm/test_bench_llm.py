@@ -1,4 +1,4 @@
-"""The model-path benchmark runs (quick mode) and reports its figures.
+"""The model-path benchmark runs (quick mode) and reports its figures; its floor is a floor.
 
 No wall-clock threshold is asserted: speed is read from the report, not
 enforced by the test suite.
@@ -6,9 +6,11 @@ enforced by the test suite.
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from cortex_kernel.bench import load_benchmark
+from tests.llm.fake_openai import FakeOpenAIProcess, text_reply
 
 
 def test_quick_llm_bench_reports_every_figure(
@@ -21,7 +23,7 @@ def test_quick_llm_bench_reports_every_figure(
     for key in (
         "first_event_ms",
         "first_chunk_ms",
-        "raw_first_chunk_ms",
+        "floor_first_chunk_ms",
         "litellm_import_s",
         "first_call_s",
     ):
@@ -29,19 +31,38 @@ def test_quick_llm_bench_reports_every_figure(
     assert set(result["paced_latency_ms"]) == {
         "ours_median",
         "ours_p99",
-        "raw_median",
-        "raw_p99",
+        "floor_median",
+        "floor_p99",
         "overhead_median",
     }
-    assert set(result["unpaced_us_per_chunk"]) == {"ours", "raw_httpx", "overhead", "ratio"}
     paths = result["unpaced_cpu_us_per_chunk"]
-    assert set(paths) == {"ours", "litellm_wrapper", "litellm_sdk", "raw_httpx"}
+    assert set(paths) == {"ours", "litellm_wrapper", "litellm_sdk", "floor"}
     assert all(isinstance(value, float) and value > 0 for value in paths.values())
+    # One chunk per call on every path: the loopback server sends one SSE
+    # event per HTTP chunk and every reader hands each one on by itself.
+    assert result["texts_per_chunk"] == dict.fromkeys(paths, 1.0)
+    assert result["ours_reader"] in ("sse", "litellm")
+    assert result["text_actions_with_escapes"] > 0  # the parser benchmark's corpus
     assert set(result["end_to_end"]) == {"1000", "5000"}
     for row in result["end_to_end"].values():
         assert row["status"] == "ok"  # the whole run went through: parser, scheduler, view
-        assert row["cpu_us_per_chunk"] > 0 and row["raw_httpx_cpu_us_per_chunk"] > 0
+        assert row["cpu_us_per_chunk"] > 0 and row["floor_cpu_us_per_chunk"] > 0
     memory = result["in_process_us_per_chunk"]
     assert set(memory) == {"run", "run_without_view", "model_alone", "ours", "ours_without_view"}
     assert memory["run"] > memory["model_alone"] > 0
     assert "first byte -> first event" in capsys.readouterr().out
+
+
+def test_the_floor_reads_the_same_text_as_our_adapter_one_chunk_a_time() -> None:
+    bench = load_benchmark("llm")
+    text = bench._document(300)
+    assert len(text) == 1_200 and text.startswith("<thought>")
+
+    async def read_both() -> tuple[list[int], list[int]]:
+        with FakeOpenAIProcess([text_reply(text, chunk_size=4)] * 2) as server:
+            floor, _ = await bench._floor(server.api_base)
+            _, ours, _ = await bench._ours(server.api_base)
+        return [chars for _, chars, _ in floor], [chars for _, chars, _ in ours]
+
+    floor, ours = anyio.run(read_both)
+    assert floor == ours == list(range(4, len(text) + 1, 4))
