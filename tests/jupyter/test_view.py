@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from cortex_kernel import __version__
 from cortex_kernel.jupyter.view import FLUSH_INTERVAL, RunView, widgets_dir
 from cortex_kernel.protocol.parser_events import ThoughtDelta, ThoughtStart
 from cortex_kernel.runtime.run_events import RunFinished, RunStarted
@@ -66,8 +67,8 @@ def test_front_end_renders_from_an_installed_wheel(tmp_path: Path) -> None:
         "cortex_kernel/jupyter/nbval-sanitize.cfg",
         "cortex_kernel/jupyter/resources/logo-64x64.png",
         "cortex_kernel/llm/demo_transcript.jsonl",
-        "cortex_kernel-0.1.0.data/data/share/jupyter/labextensions/cortex-kernel/package.json",
-        "cortex_kernel-0.1.0.data/data/share/jupyter/labextensions/cortex-kernel/static/remoteEntry.js",
+        f"cortex_kernel-{__version__}.data/data/share/jupyter/labextensions/cortex-kernel/package.json",
+        f"cortex_kernel-{__version__}.data/data/share/jupyter/labextensions/cortex-kernel/static/remoteEntry.js",
     ):
         assert shipped in names
     assert "cortex_kernel/protocol/parser.py" in names  # always: the pure-Python parser
