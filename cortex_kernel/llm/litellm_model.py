@@ -3,8 +3,11 @@
 Strategy
 --------
 - litellm is imported on first use (:func:`load_litellm`), with
-  ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first so its cost map is read
-  from the bundled copy, never fetched.
+  ``LITELLM_LOCAL_MODEL_COST_MAP=True`` in the environment for the import
+  only, unless the user set it (litellm reads it there, to take its bundled
+  cost map instead of fetching one), and removed again afterwards: a
+  library imported into someone's kernel leaves their environment as it
+  found it.
 - litellm's own retries (and the OpenAI SDK's) are switched off
   (``num_retries=0, max_retries=0``): we retry here, because only here do we
   know whether a token has already reached the parser. Before the first
@@ -30,9 +33,9 @@ Strategy
   page sent with 200, a stream that ends without a finish reason) is a
   :class:`~cortex_kernel.exceptions.ProviderProtocolError`, never retried:
   the provider answered, wrongly, and would again.
-- OpenAI-style providers go through litellm's own HTTP handler (not the
-  OpenAI SDK; ``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=true`` unless the
-  user set it), and the response it opened is read by
+- For OpenAI-style providers the response litellm opened (through the
+  OpenAI SDK, or its own HTTP handler when the user sets
+  ``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=true``) is read by
   :class:`~cortex_kernel.llm.sse.SSEEvents`: plain dicts, one network read
   at a time, instead of litellm's pydantic chunk objects (~40 µs a chunk
   against 470–610 µs, ``cortex-kernel bench llm``). Other providers stream
@@ -42,9 +45,11 @@ Strategy
   on reading the body; the httpx transport really closes the socket, so we
   select it (``litellm.disable_aiohttp_transport``). The test suite checks
   that the server sees the disconnect.
-- After importing litellm, the objects it created are frozen out of the
-  cyclic garbage collector (``gc.freeze``): otherwise each full collection
-  walks them and stalls a stream for ~200 ms.
+- No object is frozen out of the garbage collector: litellm's ~300k
+  objects stay visible to the cyclic collector (``gc.freeze`` would hide every object
+  alive at that moment, the user's data included, for good). A process
+  that wants to spare its full collections the walk over them may call
+  ``gc.freeze()`` itself after :func:`load_litellm`.
 - Usage comes from the provider's final usage chunk (we ask for it with
   ``stream_options.include_usage``); a turn closed early gets an estimate
   from litellm's token counter. Cost is ``None`` for a model litellm does
@@ -60,13 +65,12 @@ Strategy
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import os
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -114,6 +118,7 @@ LOCAL_FIRST_TOKEN_TIMEOUT = 600.0
 DEFAULT_RETRIES = 2
 
 _BASE_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+_COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _FIRST_CALL_IMPORTS = (
     "openai.resources",
@@ -141,22 +146,39 @@ def text_tokens(text: str) -> int:
     return int(load_litellm().token_counter(text=text))
 
 
+@contextlib.contextmanager
+def _environment_for_import() -> Iterator[None]:
+    """``LITELLM_LOCAL_MODEL_COST_MAP=True`` while litellm imports, unless the user set it.
+
+    litellm reads it once, at import, to load its bundled cost map instead
+    of fetching one; nothing reads it later, so it is removed again as soon
+    as the import is done. A value the user set is theirs: left alone.
+    """
+    if _COST_MAP_ENV in os.environ:
+        yield
+        return
+    os.environ[_COST_MAP_ENV] = "True"
+    try:
+        yield
+    finally:
+        os.environ.pop(_COST_MAP_ENV, None)
+
+
 def load_litellm() -> Any:
-    """Import litellm (once), offline-safe and quiet, and return the module."""
+    """Import litellm (once), offline-safe and quiet, and return the module.
+
+    The process's environment is left as it was (see
+    :func:`_environment_for_import`), and no object is frozen out of the
+    garbage collector.
+    """
     global _configured
     if _configured:
         return sys.modules["litellm"]
     with _lock:  # a warm-up thread and a first request may race here
         if _configured:
             return sys.modules["litellm"]
-        # Must be set before the import: litellm fetches its cost map at import.
-        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-        # OpenAI-style providers through litellm's own HTTP handler rather
-        # than the OpenAI SDK: its response can be read by SSEEvents (see
-        # cortex_kernel.llm.sse). litellm reads this on every call; a value
-        # the user set wins (then chunks go through litellm's wrapper).
-        os.environ.setdefault(_BASE_HANDLER_ENV, "true")
-        import litellm
+        with _environment_for_import():
+            import litellm
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
         litellm.telemetry = False
@@ -169,19 +191,16 @@ def load_litellm() -> Any:
         for module in _FIRST_CALL_IMPORTS:
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
-        # litellm leaves ~300k tracked objects behind (its price and provider
-        # tables); every full collection then walks them all, a 200 ms stall
-        # in the middle of a stream (seen in bench_llm as p99 latency spikes).
-        # Freezing moves what exists now out of the collector's sight;
-        # refcounting still frees those objects, only cycles among them stay.
-        gc.collect()
-        gc.freeze()
         _configured = True
         return litellm
 
 
 def litellm_base_handler() -> bool:
-    """Whether litellm sends OpenAI-style calls through its own HTTP handler (not the SDK)."""
+    """Whether litellm sends OpenAI-style calls through its own HTTP handler (not the SDK).
+
+    The user's choice (``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER``), read
+    as litellm reads it on every call; unset, litellm uses the OpenAI SDK.
+    """
     return os.environ.get(_BASE_HANDLER_ENV, "").strip().lower() == "true"
 
 

@@ -6,13 +6,14 @@ litellm turns every streamed chunk into pydantic objects twice (its
 provider iterator's ``ModelResponseStream``, then ``CustomStreamWrapper``'s
 copy with logging, usage and rule checks): 600+ µs a chunk on the 2-core
 machine under load, against ~40 µs for the same bytes read here
-(``cortex-kernel bench llm``). For a provider whose body litellm reads with
-its own OpenAI chat-completions iterator (``openai/…`` and the
-OpenAI-compatible servers behind ``api_base``), litellm still sends the
-request — parameters, keys, headers, status errors mapped to its exceptions —
-and :class:`SSEEvents` reads the response it opened, doing exactly what that
-iterator does with a ``data:`` line (``json.loads``; an ``error`` object is a
-failure) but with plain dicts.
+(``cortex-kernel bench llm``). For ``openai/…`` models and the
+OpenAI-compatible servers behind ``api_base`` — whether litellm sent the
+request through the OpenAI SDK (its default) or its own HTTP handler
+(``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=true``) — litellm still sends
+the request (parameters, keys, headers, status errors mapped to its
+exceptions) and :class:`SSEEvents` reads the response it opened, doing
+exactly what their iterators do with a ``data:`` line (``json.loads``; an
+``error`` object is a failure) but with plain dicts.
 
 Two differences, both deliberate:
 
@@ -39,17 +40,28 @@ _DONE = b"[DONE]"
 def sse_response(stream: Any) -> Any:
     """The HTTP response under litellm's stream wrapper, when it can be read here.
 
-    Only litellm's own OpenAI chat-completions iterator (the exact class, not
-    a provider's subclass that transforms chunks) qualifies: its chunks are
-    the OpenAI wire format and it has not started reading. ``None`` for
-    anything else (the OpenAI SDK path, other providers, a moved internal).
+    Two shapes qualify, both the OpenAI wire format and not yet read:
+    litellm's own OpenAI chat-completions iterator (the exact class, not a
+    provider's subclass that transforms chunks), and the OpenAI SDK's
+    ``AsyncStream`` of an ``openai`` provider call (litellm's default path).
+    ``None`` for anything else (other providers, a moved internal).
     """
     inner = getattr(stream, "completion_stream", None)
-    if type(inner).__name__ != "OpenAIChatCompletionStreamingHandler":
+    kind = type(inner).__name__
+    if kind == "OpenAIChatCompletionStreamingHandler":
+        if getattr(inner, "async_response_iterator", None) is not None:
+            return None  # litellm already reads it
+        response = getattr(inner, "http_response", None)
+    elif (
+        kind == "AsyncStream"
+        and type(inner).__module__.startswith("openai")
+        and getattr(stream, "custom_llm_provider", None) == "openai"
+    ):
+        response = getattr(inner, "response", None)
+        if getattr(response, "num_bytes_downloaded", 1) != 0:
+            return None  # the SDK began reading it
+    else:
         return None
-    if getattr(inner, "async_response_iterator", None) is not None:
-        return None  # litellm already reads it
-    response = getattr(inner, "http_response", None)
     if response is None or not hasattr(response, "aiter_bytes"):
         return None
     return response

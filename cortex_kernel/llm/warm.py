@@ -6,9 +6,9 @@ the OpenAI SDK import hundreds more modules lazily on the first call
 about a second more here. :func:`warm_litellm` makes one streamed request
 through our own :class:`~cortex_kernel.llm.litellm_model.LiteLLMModel` path
 (retries, usage, error mapping included) whose HTTP transport is an
-in-memory ``httpx.MockTransport`` — litellm's own HTTP handler, or the
-OpenAI SDK's client when litellm is told to use the SDK (see
-:func:`~cortex_kernel.llm.litellm_model.load_litellm`): nothing leaves the
+in-memory ``httpx.MockTransport`` — the OpenAI SDK's client, or litellm's
+own HTTP handler when the user chose it (see
+:func:`~cortex_kernel.llm.litellm_model.litellm_base_handler`): nothing leaves the
 process, no key is needed and no provider is billed. Then it builds the
 HTTP client litellm would make for a real call (SSL context, transport).
 """
@@ -16,7 +16,6 @@ HTTP client litellm would make for a real call (SSL context, transport).
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 from typing import Any, cast
 
@@ -109,12 +108,8 @@ def warm_litellm() -> str:
     """Import litellm and run one in-memory streamed request; return its text.
 
     Call it from a thread that has no running event loop (it runs its own).
-    Afterwards the objects the first call created are frozen out of the
-    cyclic collector too, like litellm's own at import (see
-    :func:`~cortex_kernel.llm.litellm_model.load_litellm`).
+    Nothing process-wide changes: no environment variable, no object frozen
+    out of the garbage collector.
     """
     load_litellm()
-    text = asyncio.run(_warm())
-    gc.collect()
-    gc.freeze()
-    return text
+    return asyncio.run(_warm())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -20,7 +21,7 @@ from cortex_kernel.exceptions import (
     ProviderProtocolError,
     RateLimitError,
 )
-from cortex_kernel.llm.litellm_model import LiteLLMModel
+from cortex_kernel.llm.litellm_model import LiteLLMModel, load_litellm
 from tests.llm.fake_openai import FakeOpenAI
 from tests.llm.support import API_KEY, MESSAGES, collect, make_model, parse_chunks, request
 
@@ -300,16 +301,24 @@ def _delta(content: str, finish: str | None = None) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]}
 
 
-@pytest.mark.parametrize("reader", ["ours", "litellm"])
-async def test_both_readers_give_the_same_text_usage_and_tool_calls(
-    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, reader: str
+@pytest.mark.parametrize("handler", ["unset", "true", "false"])
+async def test_both_transports_give_the_same_text_usage_and_tool_calls(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, handler: str
 ) -> None:
-    # "litellm": the OpenAI SDK path, chunks through litellm's stream wrapper;
-    # "ours": litellm's own HTTP handler, its response read by SSEEvents.
-    monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", str(reader == "ours").lower())
+    # Unset or "false": litellm's default, the OpenAI SDK; "true": litellm's
+    # own HTTP handler. Either way the response is read by SSEEvents, and the
+    # variable is the user's alone (never set for them).
+    if handler == "unset":
+        monkeypatch.delenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", raising=False)
+    else:
+        monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", handler)
+    load_litellm()  # its import sets TIKTOKEN_CACHE_DIR (litellm's own: test_litellm_environment)
+    before = dict(os.environ)
     server.stream(PROTOCOL_TEXT, chunk_size=5, usage=(17, 42))
     completion = make_model(server, name="openai/gpt-4o-mini").stream(request())
     chunks = await collect(completion)
+    assert completion._events is not None  # read here, not through litellm's chunk objects
+    assert dict(os.environ) == before
     assert "".join(chunks) == PROTOCOL_TEXT
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (17, 42)
     assert completion.usage.cost is not None and completion.usage.cost > 0
