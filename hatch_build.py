@@ -37,7 +37,6 @@ PACKAGE = "cortex_kernel"
 # The parser's hot path: the modules compiled, relative to the project root.
 COMPILED_MODULES = (
     "cortex_kernel/protocol/parser.py",
-    "cortex_kernel/protocol/parser_events.py",
     "cortex_kernel/protocol/_body.py",
     "cortex_kernel/protocol/_scanner.py",
     "cortex_kernel/protocol/_states.py",
@@ -45,7 +44,7 @@ COMPILED_MODULES = (
     "cortex_kernel/protocol/_actions.py",
 )
 # What those modules import (and so what mypyc reads): a change here rebuilds.
-_SOURCES = ("cortex_kernel/protocol", "cortex_kernel/fastmodel.py", "cortex_kernel/safejson.py")
+_SOURCES = ("cortex_kernel/protocol", "cortex_kernel/safejson.py")
 _STAMP = ".compiled-from"
 
 

@@ -28,6 +28,7 @@ This module imports nothing else of ``cortex_kernel``: every layer uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -94,13 +95,22 @@ _SURROGATE = "[\ud800-\udfff]"
 _ATOMS = frozenset({type(None), bool, int, float})
 _NUMBERS = (bool, int, float)
 _SEQUENCES = (list, tuple)
-_MODEL_TYPES: set[type] = set()  # the model classes seen so far
+# The model classes seen so far: a dataclass's fields by name (a parser
+# event, an action), ``None`` for a pydantic model (read from ``__dict__``).
+_MODEL_TYPES: dict[type, tuple[str, ...] | None] = {}
 
 
 def _is_model(kind: type) -> bool:
-    """A pydantic model, or a light parser event (``FIELDS`` names its fields, and
-    ``model_copy`` is pydantic's): this base layer cannot import the protocol."""
-    return issubclass(kind, BaseModel) or isinstance(getattr(kind, "FIELDS", None), tuple)
+    """Whether ``kind`` is a pydantic model or a dataclass (a parser event, an
+    action); if so, remembered in :data:`_MODEL_TYPES`."""
+    if issubclass(kind, BaseModel):
+        _MODEL_TYPES[kind] = None
+    elif dataclasses.is_dataclass(kind):
+        # Only what its constructor takes: ``dataclasses.replace`` rebuilds it.
+        _MODEL_TYPES[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.init)
+    else:
+        return False
+    return True
 
 
 T = TypeVar("T")
@@ -179,7 +189,6 @@ class Redactor:
             return value
         # A class seen once is known: pydantic's isinstance check runs Python code.
         if kind in _MODEL_TYPES or _is_model(kind):
-            _MODEL_TYPES.add(kind)
             return self._model(value, depth)
         if isinstance(value, dict):
             cleaned = {self._walk(k, depth + 1): self._walk(v, depth + 1) for k, v in value.items()}
@@ -200,12 +209,14 @@ class Redactor:
         Called once per event, so the common fields are looked at inline:
         clean strings cost one search, numbers and ``None`` nothing, a span
         nothing. A pydantic model's fields are read as ``__dict__`` holds
-        them (``model_fields`` costs a deprecation check per access).
+        them (``model_fields`` costs a deprecation check per access), a
+        dataclass's by name.
         """
         updates: dict[str, Any] = {}
         search = self._pattern.search
-        light = getattr(type(value), "FIELDS", None) is not None  # a light parser event
-        for name, item in (value.fields() if light else value.__dict__).items():
+        names = _MODEL_TYPES[type(value)]
+        items = value.__dict__.items() if names is None else [(n, getattr(value, n)) for n in names]
+        for name, item in items:
             kind = type(item)
             if kind is str:
                 if search(item) is None:
@@ -219,7 +230,14 @@ class Redactor:
                 clean = self._walk(item, depth + 1)
             if clean is not item:
                 updates[name] = clean
-        return value.model_copy(update=updates) if updates else value
+        if not updates:
+            return value
+        if names is None:
+            return value.model_copy(update=updates)
+        try:
+            return dataclasses.replace(value, **updates)
+        except (TypeError, ValueError):  # a dataclass its constructor cannot remake (InitVar…)
+            return value  # kept, as any object the redactor does not know
 
 
 class StreamRedactor:

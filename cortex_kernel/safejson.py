@@ -9,7 +9,8 @@ raises, a list nested thousands deep. Serialising them must never end a run.
   characters ``\\udcff`` — for text people and models read.
 - :func:`safe_repr`, :func:`safe_str`: ``repr``/``str`` or a marker
   ``<unprintable T: ExcType>``.
-- :func:`model_json`: a pydantic model as one JSON line. The fast path is
+- :func:`model_json`, :func:`dump_json`: a pydantic model, or a value of a
+  ``TypeAdapter`` (a parser event), as one JSON line. The fast path is
   pydantic's own; when it refuses (surrogates, depth, unknown types) the
   fields are converted by hand — surrogates kept exact as ``\\udxxx``
   escapes (``ensure_ascii``), values past :data:`MAX_DEPTH` or of unknown
@@ -22,6 +23,7 @@ This module imports nothing else of ``cortex_kernel``: every layer may use it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -33,6 +35,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = [
     "MAX_DEPTH",
+    "dump_json",
     "escape_surrogates",
     "jsonable",
     "load_json_line",
@@ -92,8 +95,8 @@ def safe_str(value: Any) -> str:
 def jsonable(value: Any, depth: int = 0) -> Any:
     """Plain JSON data for ``value``: unknown types and parts past :data:`MAX_DEPTH` as text.
 
-    pydantic models give their fields (``None`` left out, as events are
-    written), enums their value, tuples and sets lists, non-finite floats
+    pydantic models and dataclasses give their fields (``None`` left out, as
+    events are written), enums their value, tuples and sets lists, non-finite floats
     ``None`` (as pydantic writes them). Strings are kept exact.
     """
     if value is None or isinstance(value, bool | int | str):
@@ -104,13 +107,17 @@ def jsonable(value: Any, depth: int = 0) -> Any:
         return jsonable(value.value, depth)
     if depth >= MAX_DEPTH:
         return f"<nested deeper than {MAX_DEPTH} levels>"
-    to_model = getattr(value, "to_model", None)  # a light parser event: its pydantic model
-    if to_model is not None and not isinstance(value, type):
-        value = to_model()
-    if isinstance(value, BaseModel):
+    if isinstance(value, BaseModel) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        names = (
+            type(value).model_fields
+            if isinstance(value, BaseModel)
+            else [f.name for f in dataclasses.fields(value)]
+        )
         return {
             name: jsonable(item, depth + 1)
-            for name in type(value).model_fields
+            for name in names
             if (item := getattr(value, name, None)) is not None
         }
     if isinstance(value, Mapping):
@@ -142,10 +149,23 @@ def model_json(model: BaseModel) -> str:
         line = model.model_dump_json(exclude_none=True)
     except Exception:  # PydanticSerializationError, depth, a field type pydantic cannot write
         return json.dumps(jsonable(model), ensure_ascii=True)
+    return _checked(line, model)
+
+
+def dump_json(adapter: TypeAdapter[Any], value: object) -> str:
+    """One JSON line for ``value``, of ``adapter``'s type (``None`` left out); never raises."""
+    try:
+        line = adapter.dump_json(value, exclude_none=True).decode()
+    except Exception:  # as in model_json
+        return json.dumps(jsonable(value), ensure_ascii=True)
+    return _checked(line, value)
+
+
+def _checked(line: str, value: object) -> str:
     if "\ufffd" in line:
         # pydantic writes a surrogate in a dict *key* as U+FFFD instead of
         # refusing (found by ``make fuzz``); the slow path keeps it exact.
-        return json.dumps(jsonable(model), ensure_ascii=True)
+        return json.dumps(jsonable(value), ensure_ascii=True)
     return line
 
 

@@ -6,7 +6,7 @@ blocks included) and any rule it breaks; ``tests/test_layers.py`` asserts
 there is none. The layers, lowest first (a module may import its own layer's
 package or a lower layer, never a higher one)::
 
-    base        exceptions, safejson, redaction, fastmodel, lazy_exports, model_options,
+    base        exceptions, safejson, redaction, lazy_exports, model_options,
                 manifest
     protocol    sans-IO parser (imports only base)
     runtime     scheduler, loop, session, ports
@@ -30,7 +30,6 @@ LAYERS: dict[str, int] = {
     "safejson": 0,
     "redaction": 0,
     "model_options": 0,
-    "fastmodel": 0,
     "lazy_exports": 0,
     "manifest": 0,
     "protocol": 1,

@@ -104,32 +104,10 @@ def escape_math(markdown: str) -> str:
     return "".join(out)
 
 
-# Field values ``model_dump`` returns as they are (immutable, no model inside).
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
 def event_data(event: Any) -> dict[str, Any]:
-    """An event model's fields as a dict, equal to ``event.model_dump()``.
-
-    A text delta or a tag event holds only strings, numbers and its span:
-    its ``__dict__`` copied is that dict, for a fraction of ``model_dump``'s
-    cost, paid on every streamed chunk. Anything else (a nested model, a
-    dict, an enum) goes through ``model_dump``. A parser event (a light
-    class, whose ``FIELDS`` name its fields) has its own, as fast.
-    """
-    if hasattr(type(event), "FIELDS"):
-        return event.model_dump()  # type: ignore[no-any-return]
-    fields: dict[str, Any] = event.__dict__
-    for value in fields.values():
-        kind = type(value)
-        if kind in _PLAIN:
-            continue
-        if kind is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
-            continue  # a span, on every event: checked inline
-        if kind is tuple and all(type(item) in _PLAIN for item in value):
-            continue
-        return event.model_dump()  # type: ignore[no-any-return]
-    return dict(fields)
+    """An event's fields as a dict: its ``model_dump()`` (parser and runtime events alike)."""
+    data: dict[str, Any] = event.model_dump()
+    return data
 
 
 def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:

@@ -1,13 +1,12 @@
 """The streaming protocol, sans-IO: models, events and the incremental parser.
 
 Everything public is re-exported here; import from ``cortex_kernel.protocol``.
-Of ``cortex_kernel`` it imports only the base-layer helpers ``fastmodel`` and
-``safejson`` (``scripts/import_graph.py`` and ``tests/test_layers.py`` keep it so).
+Of ``cortex_kernel`` it imports only the base-layer helper ``safejson``
+(``scripts/import_graph.py`` and ``tests/test_layers.py`` keep it so).
 """
 
 from __future__ import annotations
 
-from .event_schema import ParserEventModel
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 from .parser import Parser
 from .parser_events import (
@@ -18,6 +17,7 @@ from .parser_events import (
     ContextFeed,
     ParserEvent,
     ParserEventBase,
+    ParserEventModel,
     ResponseDelta,
     ResponseEnd,
     ResponseStart,

@@ -25,7 +25,6 @@ import re
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from ..fastmodel import constructor, new, set_dict, set_extra, set_fields_set, set_private
 from ._attributes import split_ids
 from ._jsonrepair import loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
@@ -41,33 +40,8 @@ _NO_DEPENDENCY: Final = frozenset(("none", "null", "empty", "-"))
 _PARAMETER_ALIASES = ("arguments", "args", "input")
 _TYPE_BY_VALUE: Final = {t.value: t for t in ActionType}
 _MODE_BY_VALUE: Final = {m.value: m for m in ActionMode}
-# Every field of an Action is checked here, so it is built without validation.
-_new_action = constructor(Action)
-_ACTION_FIELDS: Final = set(Action.model_fields)
 _SYNC: Final = ActionMode.SYNC
 _TOOL: Final = ActionType.TOOL
-# What fast_action builds an Action with (fastmodel.build, inlined), Final:
-# compiled, a module-level name that is not Final is a dict lookup per use.
-_ACTION: Final = Action
-_NEW: Final = new
-_SET_DICT: Final = set_dict
-_SET_FIELDS_SET: Final = set_fields_set
-_SET_EXTRA: Final = set_extra
-_SET_PRIVATE: Final = set_private
-# An Action's __dict__ in field order; fast_action copies it and sets the
-# fields that vary (a copy of a small dict is a memcpy).
-_ACTION_TEMPLATE: Final[dict[str, Any]] = {
-    "id": "",
-    "type": _TOOL,
-    "mode": _SYNC,
-    "depends_on": (),
-    "output_key": None,
-    "timeout": None,
-    "retries": 0,
-    "body": None,
-    "raw_body": "",
-    "in_thought": False,
-}
 # json.loads without its Python layers: the C scanner of a default decoder
 # (strict, plain dicts) and json's own definition of whitespace.
 _scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_scanner(
@@ -341,7 +315,7 @@ def build_action(
                             {"open_id": open_id, "id": action_id},
                         )
                     )
-        action = _new_action(
+        action = Action(
             id=action_id,
             type=action_type,
             mode=_mode(fields["mode"]) if "mode" in fields else ActionMode.SYNC,
@@ -434,23 +408,16 @@ def fast_action(
         if open_id in seen:
             return None
         seen.add(open_id)
-    # fastmodel.build, inlined: a Python call less per action (the compiled
-    # parser calls it as an interpreted function).
-    data = _ACTION_TEMPLATE.copy()
-    data["id"] = open_id
-    data["type"] = action_type
-    data["mode"] = mode
-    data["depends_on"] = depends_on
-    data["output_key"] = output_key
-    data["body"] = body
-    data["raw_body"] = raw_body
-    data["in_thought"] = in_thought
-    action: Action = _NEW(_ACTION)
-    _SET_DICT(action, data)
-    _SET_FIELDS_SET(action, _ACTION_FIELDS)
-    _SET_EXTRA(action, None)
-    _SET_PRIVATE(action, None)
-    return action
+    return Action(
+        id=open_id,
+        type=action_type,
+        mode=mode,
+        depends_on=depends_on,
+        output_key=output_key,
+        body=body,
+        raw_body=raw_body,
+        in_thought=in_thought,
+    )
 
 
 def build_feed(attrs: dict[str, str], raw_body: str) -> BuiltFeed:

@@ -1,15 +1,18 @@
 """The things the protocol talks about: actions, their types and modes, feeds.
 
-These are plain frozen pydantic models; the parser builds them and everything
-downstream (scheduler, widget, transcript) reads them.
+The parser builds them and everything downstream (scheduler, widget,
+transcript) reads them. They are slotted dataclasses, like the events that
+carry them (:mod:`.parser_events`), built from values their maker has
+checked; pydantic validates and serialises them wherever an event crosses a
+boundary. Treat them as immutable: they are shared by the transcript, the
+view and the runtime.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "Action",
@@ -48,7 +51,8 @@ class FeedType(StrEnum):
     INTERNAL = "internal"
 
 
-class Action(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Action:
     """A complete, dispatchable action.
 
     Attributes
@@ -74,8 +78,6 @@ class Action(BaseModel):
         Whether the action was written inside a ``<thought>``.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     id: str
     type: ActionType
     mode: ActionMode = ActionMode.SYNC
@@ -100,10 +102,9 @@ class Action(BaseModel):
         return value if isinstance(value, dict) else {}
 
 
-class ContextFeedDecl(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ContextFeedDecl:
     """A ``<context_feed>`` declaration: a named source of prompt text (docs/feeds.md)."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     type: FeedType = FeedType.ON_DEMAND

@@ -38,7 +38,7 @@ possible, without changing which events come out (only when the work is
 done):
 
 - a chunk of plain text in a text state with nothing held is one ``in``
-  test and one event (a light slotted object, see :mod:`.parser_events`):
+  test and one event (a slotted dataclass, see :mod:`.parser_events`):
   the text hot path, the only code inlined in ``feed``;
 - a chunk that cannot decide anything — part of a body with no ``>``, part
   of a held opening tag with neither ``<`` nor ``>``, a held ``<`` + part of
@@ -53,8 +53,8 @@ done):
   JSON before it, that is where :class:`~._scanner.BodyScanner` would have
   stopped (:class:`~._body.OpenBody`);
 - an action body of strict JSON is decoded by the C scanner of
-  :mod:`json` and the :class:`Action` built unvalidated when every field
-  was checked (:func:`~._actions.fast_action`); anything else goes through
+  :mod:`json` and the :class:`Action` built when every field needs no
+  normalising (:func:`~._actions.fast_action`); anything else goes through
   :func:`~._actions.build_action` and its lenient repairs. Both are called
   from one place, :meth:`Parser._close_action`, and a test checks that
   they agree on the property-test corpus.

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -673,18 +673,16 @@ class Run:
         """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
         assert self.scheduler is not None
         for event in events:
+            # The run's record is a stamped copy (the parser's event is left as it was).
+            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
+                event = replace(event, message=self._duplicate_message(event))
+            event = replace(event, t=self.clock(), turn=turn.number)
+            self.emit(event)
             # Streamed text first, by exact type: nearly every event is one.
             if type(event) is ThoughtDelta or type(event) is ResponseDelta:
-                self.emit(type(event)(event.span, event.text, self.clock(), turn.number))
                 streamed = turn.thought if type(event) is ThoughtDelta else turn.response
                 streamed.append(event.text)
                 continue
-            update: dict[str, object] = {"t": self.clock(), "turn": turn.number}
-            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
-                update["message"] = self._duplicate_message(event)
-            stamped = event.model_copy(update=update)
-            self.emit(stamped)
-            event = stamped
             if isinstance(event, ActionOpen):
                 turn.spans[event.id] = (event.span[0], event.span[1])
             elif isinstance(event, ActionParsed):
@@ -711,7 +709,7 @@ class Run:
             elif isinstance(event, ContextFeed):
                 error = self.feeds.declare(event)
                 if error is not None:
-                    self.emit(error.model_copy(update={"t": self.clock(), "turn": turn.number}))
+                    self.emit(replace(error, t=self.clock(), turn=turn.number))
                     turn.errors.append(error)
             elif isinstance(event, Text):
                 turn.outside.append(event.text)

@@ -9,6 +9,7 @@ transcript, tests and benchmarks — read only events.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -16,9 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..protocol.event_schema import ParserEventBaseModel, ParserEventModel
 from ..protocol.models import Action
-from ..protocol.parser_events import ParserEvent, to_event
+from ..protocol.parser_events import (
+    ActionParsed,
+    ParserEvent,
+    ParserEventBase,
+    ParserEventModel,
+)
 from ..safejson import load_json_line, model_json
 
 __all__ = [
@@ -332,7 +337,7 @@ RUNTIME_EVENT_TYPES: tuple[str, ...] = (
     "run_finished",
 )
 
-# What a run emits: a parser event (a light class) or a runtime event.
+# What a run emits: a parser event (a dataclass) or a runtime event.
 AnyEvent = ParserEvent | RuntimeEvent
 
 # What a transcript line holds: the schema of either, for reading back.
@@ -343,10 +348,7 @@ _ADAPTER: TypeAdapter[Any] = TypeAdapter(
 
 def parse_event(line: str | bytes) -> ParserEvent | RuntimeEvent:
     """Read one event (parser or runtime) back from its JSON line (validated)."""
-    result = load_json_line(_ADAPTER, line)
-    if isinstance(result, ParserEventBaseModel):
-        return to_event(result)
-    event: RuntimeEvent = result
+    event: ParserEvent | RuntimeEvent = load_json_line(_ADAPTER, line)
     return event
 
 
@@ -407,18 +409,20 @@ def nest_event(event: Any, parent: str) -> Any:
     """
     own = getattr(event, "parent", None)
     update: dict[str, Any] = {"parent": parent if own is None else f"{parent}/{own}"}
-    if isinstance(getattr(event, "id", None), str):
+    # action_parsed's id is its action's, not a field of its own.
+    if isinstance(getattr(event, "id", None), str) and not isinstance(event, ActionParsed):
         update["id"] = f"{parent}/{event.id}"
     action = getattr(event, "action", None)
     if isinstance(action, Action):
-        update["action"] = action.model_copy(
-            update={
-                "id": f"{parent}/{action.id}",
-                "depends_on": tuple(f"{parent}/{d}" for d in action.depends_on),
-            }
+        update["action"] = dataclasses.replace(
+            action,
+            id=f"{parent}/{action.id}",
+            depends_on=tuple(f"{parent}/{d}" for d in action.depends_on),
         )
     for name in ("depends_on", "waiting_on"):
         ids = getattr(event, name, None)
         if isinstance(ids, tuple):
             update[name] = tuple(f"{parent}/{d}" for d in ids)
+    if isinstance(event, ParserEventBase):
+        return dataclasses.replace(event, **update)
     return event.model_copy(update=update)

@@ -72,7 +72,7 @@ class Answer:
         ``("response_end", final)``, ``("action", id)``, ``("feed", id)``;
         adjacent text of one kind merged, empty text left out.
     actions
-        Action id to its fields as ``Action.model_dump()`` gives them.
+        Action id to its fields as an event's ``model_dump(mode="json")`` gives them.
     feeds
         Feed id to ``(type, source)``.
     warnings

@@ -14,6 +14,7 @@ moved outside) pass the self-consistency properties but fail here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -92,8 +93,8 @@ def _drops_an_attribute(chunks: Sequence[str]) -> list[ParserEvent]:
     out: list[ParserEvent] = []
     for event in feed_chunks(chunks):
         if isinstance(event, ActionParsed):
-            action = event.action.model_copy(update={"output_key": None})
-            event = event.model_copy(update={"action": action})
+            action = dataclasses.replace(event.action, output_key=None)
+            event = dataclasses.replace(event, action=action)
         out.append(event)
     return out
 
@@ -103,7 +104,7 @@ def _dispatches_twice(chunks: Sequence[str]) -> list[ParserEvent]:
     for event in feed_chunks(chunks):
         out.append(event)
         if isinstance(event, ActionParsed):
-            out.append(event.model_copy(update={"span": (event.span[1], event.span[1])}))
+            out.append(dataclasses.replace(event, span=(event.span[1], event.span[1])))
     return out
 
 

@@ -16,7 +16,7 @@ show that it catches each of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -149,7 +149,7 @@ class IgnoresDependencies(Scheduler):
     """Submits every action as if it had no dependencies."""
 
     def submit(self, action: Action) -> ActionNode | None:
-        return super().submit(action.model_copy(update={"depends_on": ()}))
+        return super().submit(replace(action, depends_on=()))
 
 
 class RunsTwice(Scheduler):
