@@ -2,16 +2,20 @@
 
 Every error the package raises on purpose derives from :class:`CortexError`,
 and each message says what went wrong and what the user can do about it.
-Third-party errors (litellm, docker, jupyter) are mapped onto this tree at
-the one module that talks to that library, so callers never catch another
-library's types.
+Third-party errors are mapped onto this tree where the library is called
+(litellm's in :mod:`cortex_kernel.llm.errors`; the Docker SDK's in
+:mod:`~cortex_kernel.executors.docker`, :mod:`~cortex_kernel.executors.images`
+and :mod:`~cortex_kernel.executors.relic_docker`), so callers never catch
+another library's types. Where a builtin category fits, an error is that
+too: :class:`ModelTimeout` is a :class:`TimeoutError`,
+:class:`ConnectionFailed` a :class:`ConnectionError`.
 
 ::
 
     CortexError
     ├── ActionError              one action could not run (.action_id)
     │   ├── UnknownActionError   unknown type, tool, agent, relic or workflow
-    │   ├── ReferenceError_      a `$var` that names nothing
+    │   ├── VariableReferenceError  a `$var` that names nothing
     │   ├── ToolError            the tool itself failed
     │   └── RelicError           a relic could not start, or its operation failed
     │       └── RelicCrashed     its process, container or object is gone (restarted on next use)
@@ -23,17 +27,21 @@ library's types.
     │   ├── AuthenticationError  bad or missing API key
     │   ├── RateLimitError       429 after every retry
     │   ├── ContextWindowError   the prompt is too long for the model
-    │   ├── ModelTimeout         no answer in time
-    │   ├── ConnectionFailed     the provider cannot be reached
+    │   ├── ModelTimeout         no answer in time (also a TimeoutError)
+    │   ├── ConnectionFailed     the provider cannot be reached (also a ConnectionError)
     │   ├── BadRequestError      the provider rejected the request
     │   ├── ProviderDown         5xx after every retry
     │   ├── ProviderProtocolError  the provider's answer is not a completion stream
     │   └── ReplayExhausted      a replay model ran out of recorded turns
-    └── ConfigError              a bad manifest, option or model string
+    ├── ConfigError              a bad manifest, option or model string
+    └── McpError                 an MCP server could not be started or used
+
+``ReferenceError_`` is a deprecated alias of :class:`VariableReferenceError`.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 __all__ = [
@@ -44,12 +52,12 @@ __all__ = [
     "ConnectionFailed",
     "ContextWindowError",
     "CortexError",
+    "McpError",
     "ModelError",
     "ModelTimeout",
     "ProviderDown",
     "ProviderProtocolError",
     "RateLimitError",
-    "ReferenceError_",
     "RelicCrashed",
     "RelicError",
     "ReplayExhausted",
@@ -59,6 +67,7 @@ __all__ = [
     "RunLimitReached",
     "ToolError",
     "UnknownActionError",
+    "VariableReferenceError",
 ]
 
 
@@ -86,8 +95,8 @@ class UnknownActionError(ActionError):
     """The action names a type, tool, agent, relic or workflow that does not exist."""
 
 
-class ReferenceError_(ActionError):  # trailing underscore: not the builtin ReferenceError
-    """A `$var` reference names no variable."""
+class VariableReferenceError(ActionError):
+    """A `$var` reference names no variable (or one the action may not read)."""
 
 
 class ToolError(ActionError):
@@ -151,12 +160,12 @@ class ContextWindowError(ModelError):
     """The prompt is longer than the model accepts."""
 
 
-class ModelTimeout(ModelError):
-    """The provider did not answer in time."""
+class ModelTimeout(ModelError, TimeoutError):
+    """The provider did not answer in time (``except TimeoutError`` catches it too)."""
 
 
-class ConnectionFailed(ModelError):
-    """The provider cannot be reached."""
+class ConnectionFailed(ModelError, ConnectionError):
+    """The provider cannot be reached (``except ConnectionError`` catches it too)."""
 
 
 class BadRequestError(ModelError):
@@ -177,3 +186,27 @@ class ReplayExhausted(ModelError):
 
 class ConfigError(CortexError):
     """A bad manifest, option or model string."""
+
+
+class McpError(CortexError):
+    """An MCP server could not be started or used; the message names the server.
+
+    A failure of a running session (a server that crashed, did not start,
+    lists no tools), not of its configuration.
+    """
+
+
+#: Old names kept importable for a while: name -> (the class, its new name).
+_DEPRECATED = {"ReferenceError_": (VariableReferenceError, "VariableReferenceError")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        value, new = _DEPRECATED[name]
+        warnings.warn(
+            f"cortex_kernel.exceptions.{name} is deprecated; use {new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

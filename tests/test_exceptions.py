@@ -58,3 +58,25 @@ def test_errors_carry_what_the_caller_needs() -> None:
     result = object()
     failed = exceptions.RunFailed("model error", result=result)
     assert failed.result is result and isinstance(failed, exceptions.RunError)
+
+
+def test_names_say_what_the_errors_are() -> None:
+    # A timeout is a TimeoutError, a connection failure a ConnectionError:
+    # code that handles the builtin categories handles ours too.
+    assert issubclass(exceptions.ModelTimeout, TimeoutError)
+    assert issubclass(exceptions.ConnectionFailed, ConnectionError)
+    # An MCP server failing in a running session is not a configuration error.
+    assert not issubclass(exceptions.McpError, exceptions.ConfigError)
+    # No name shadows a builtin, or needs a trailing underscore to avoid one.
+    import builtins
+
+    assert not set(exceptions.__all__) & set(dir(builtins))
+    assert not [name for name in exceptions.__all__ if name.endswith("_")]
+
+
+def test_the_old_reference_error_name_is_a_deprecated_alias() -> None:
+    import pytest
+
+    with pytest.warns(DeprecationWarning, match="use VariableReferenceError"):
+        from cortex_kernel.exceptions import ReferenceError_  # type: ignore[attr-defined]
+    assert ReferenceError_ is exceptions.VariableReferenceError

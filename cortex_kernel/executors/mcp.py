@@ -31,7 +31,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..exceptions import ConfigError, ToolError
+from ..exceptions import McpError, ToolError
 from ..runtime.tools import Tool
 from .child_env import child_environment
 
@@ -41,10 +41,6 @@ State = Literal["not started", "starting", "running", "restarting", "crashed", "
 
 #: How many times a crashed server is started again.
 MAX_RESTARTS = 1
-
-
-class McpError(ConfigError):
-    """An MCP server could not be started or used; the message names the server."""
 
 
 @dataclass

@@ -111,11 +111,11 @@ class ToolExecutor(Executor):
         _STDERR.set(lambda text: emit(ActionLog(t=context.clock(), id=action_id, text=text)))
         backend = self.backend_for(tool)
         if tool.kind == "python" and tool.timeout is not None:
-            try:
-                with anyio.fail_after(tool.timeout):
-                    return await self._call(tool, arguments, backend, action_id, context, emit)
-            except TimeoutError:
-                raise ToolError(f"tool '{tool.name}' timed out after {tool.timeout:g} s") from None
+            # Not fail_after + `except TimeoutError`: a TimeoutError the tool
+            # raises itself (a ModelTimeout, a socket's) is its own error, not ours.
+            with anyio.move_on_after(tool.timeout):
+                return await self._call(tool, arguments, backend, action_id, context, emit)
+            raise ToolError(f"tool '{tool.name}' timed out after {tool.timeout:g} s")
         return await self._call(tool, arguments, backend, action_id, context, emit)
 
     async def _call(

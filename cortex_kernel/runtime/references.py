@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..exceptions import ReferenceError_
+from ..exceptions import VariableReferenceError
 from ..safejson import safe_dumps, safe_str
 
 __all__ = [
@@ -139,7 +139,7 @@ def _attribute(current: Any, step: str, walked: str) -> Any:
     # Model output writes these paths: only public attributes of plain data,
     # never `_` names (no __globals__, __class__…), never into or out of code.
     if step.startswith("_"):
-        raise ReferenceError_(
+        raise VariableReferenceError(
             f"${walked}.{step} is not allowed: a path never reads names starting with '_'"
         )
     kind = _opaque(current)
@@ -153,7 +153,7 @@ def _attribute(current: Any, step: str, walked: str) -> Any:
         kind = _opaque(found)
         if kind is None:
             return found
-    raise ReferenceError_(
+    raise VariableReferenceError(
         f"${walked}.{step} is not allowed: it reaches a {kind}; a path reads keys, indexes "
         "and public attributes of plain data only"
     )
@@ -168,7 +168,7 @@ def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") 
 
     Raises
     ------
-    ReferenceError_
+    VariableReferenceError
         When a step names nothing or is not allowed; the message shows how far it got.
     """
     current = value
@@ -181,7 +181,7 @@ def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") 
                 current = _attribute(current, step, walked)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             shown = f"[{step}]" if isinstance(step, int) else f".{step}"
-            raise ReferenceError_(
+            raise VariableReferenceError(
                 f"${walked}{shown} does not exist: ${walked} is a "
                 f"{type(current).__name__} ({exc.__class__.__name__}); check the path"
             ) from None
@@ -202,7 +202,7 @@ def _lookup_reference(ref: Reference, lookup: Callable[[str], Any]) -> Any:
     try:
         base = lookup(ref.name)
     except KeyError:
-        raise ReferenceError_(
+        raise VariableReferenceError(
             f"{ref.text} names no variable: no action produced '{ref.name}' "
             "(check the output_key or action id, or add a depends_on)"
         ) from None
@@ -242,7 +242,7 @@ def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
 
     Raises
     ------
-    ReferenceError_
+    VariableReferenceError
         For the first reference (or path) that names nothing.
     """
     if isinstance(value, str):
@@ -270,7 +270,7 @@ def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
             return "$"
         try:
             return _as_text(_lookup_reference(_reference(match), lookup))
-        except ReferenceError_:
+        except VariableReferenceError:
             return match.group(0)
 
     return _REFERENCE.sub(replace, text)

@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..exceptions import ActionError, ReferenceError_, UnknownActionError
+from ..exceptions import ActionError, UnknownActionError, VariableReferenceError
 from ..protocol.models import Action, ActionMode, ActionType
 from ..protocol.parser_events import ActionErrorEvent, ParserEvent, Warning
 from .drift import RETRYABLE_STATES, duplicate_id_message
@@ -555,7 +555,7 @@ class Scheduler:
                             node.attempts = 1
                             try:
                                 result = await self._execute(action, action.body)
-                            except (UnknownActionError, ReferenceError_) as exc:
+                            except (UnknownActionError, VariableReferenceError) as exc:
                                 failure = str(exc)
                             except Exception as exc:
                                 failure = _describe(exc)
@@ -643,7 +643,7 @@ class Scheduler:
         if node.has_refs:
             try:
                 body = substitute(action.body, self.variables.lookup)
-            except ReferenceError_ as exc:
+            except VariableReferenceError as exc:
                 node.attempts = 1
                 raise _Failure(str(exc)) from None
         total = max(0, action.retries) + 1
@@ -661,7 +661,7 @@ class Scheduler:
                         message = _timed_out(timeout, default=not action.timeout)
                 else:
                     return await self._execute(action, body)
-            except (UnknownActionError, ReferenceError_) as exc:
+            except (UnknownActionError, VariableReferenceError) as exc:
                 raise _Failure(str(exc)) from None  # retrying cannot help
             except Exception as exc:
                 message = _describe(exc)

@@ -34,7 +34,7 @@ import keyword
 from collections.abc import MutableMapping
 from typing import Any
 
-from ..exceptions import ReferenceError_
+from ..exceptions import VariableReferenceError
 from ..protocol.models import Action
 from ..protocol.parser_events import Warning
 from .results import preview
@@ -82,9 +82,15 @@ class VariableStore:
         self.bound_in_run: dict[str, Any] = {}
         self._written: dict[str, Any] = {}  # name -> the value we put in the namespace
 
-    def start_run(self) -> None:
-        """Begin tracking the names bound by a new run."""
+    def start_run(self, *, read_namespace: bool | None = None) -> None:
+        """Begin tracking the names bound by a new run.
+
+        ``read_namespace``, when given, is the run's setting (its configuration's
+        ``read_notebook``).
+        """
         self.bound_in_run = {}
+        if read_namespace is not None:
+            self.read_namespace = read_namespace
 
     def lookup(self, name: str) -> Any:
         """The value of ``name``; raises ``KeyError`` when nothing has it."""
@@ -93,7 +99,7 @@ class VariableStore:
             value = self.by_id.get(name, _MISSING)
         if value is _MISSING and self.namespace is not None and name in self.namespace:
             if not self.read_namespace:
-                raise ReferenceError_(
+                raise VariableReferenceError(
                     f"${name} is a notebook variable, and this agent may not read the "
                     "notebook (grant it with read_notebook in the manifest, or "
                     "%read_notebook on); ask the user to pass the value in the message"
@@ -129,7 +135,7 @@ class VariableStore:
             return False
         try:
             self.lookup(name)
-        except (KeyError, ReferenceError_):
+        except (KeyError, VariableReferenceError):
             return False
         return True
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_kernel.exceptions import ReferenceError_
+from cortex_kernel.exceptions import VariableReferenceError
 from cortex_kernel.runtime.references import (
     find_references,
     interpolate_text,
@@ -66,11 +66,11 @@ def test_embedded_reference_is_text() -> None:
 
 
 def test_missing_name_raises_reference_error() -> None:
-    with pytest.raises(ReferenceError_, match="nope"):
+    with pytest.raises(VariableReferenceError, match="nope"):
         substitute({"x": "$nope"}, lookup)
-    with pytest.raises(ReferenceError_, match="does not exist"):
+    with pytest.raises(VariableReferenceError, match="does not exist"):
         substitute("$rows[7]", lookup)
-    with pytest.raises(ReferenceError_):
+    with pytest.raises(VariableReferenceError):
         substitute("x $obj.missing y", lookup)
 
 
@@ -110,7 +110,7 @@ def test_find_and_substitute_never_crash_unexpectedly(value: Any) -> None:
     env = {name: f"<{name}>" for name in names}
     try:
         substitute(value, env.__getitem__)
-    except ReferenceError_:
+    except VariableReferenceError:
         # only a path into a string value can fail here
         assert any(r.path for r in refs)
 

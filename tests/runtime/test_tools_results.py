@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_kernel.exceptions import ReferenceError_, ToolError, UnknownActionError
+from cortex_kernel.exceptions import ToolError, UnknownActionError, VariableReferenceError
 from cortex_kernel.runtime.results import format_result, preview, quote, unquote
 from cortex_kernel.runtime.tools import ToolRegistry
 from cortex_kernel.runtime.variables import VariableStore
@@ -98,7 +98,7 @@ def test_preview() -> None:
 def test_variable_store_namespace() -> None:
     ns: dict[str, Any] = {"outside": 1}
     store = VariableStore(ns)
-    with pytest.raises(ReferenceError_, match="may not read the notebook"):
+    with pytest.raises(VariableReferenceError, match="may not read the notebook"):
         store.lookup("outside")  # not granted
     assert "outside" not in store
     store.read_namespace = True
