@@ -321,6 +321,8 @@ function renderNode(node, children, store, depth) {
   if (node.key) row.append(textElement("span", `→ ${node.key}`, "cortex-key"));
   row.append(textElement("span", node.state, "cortex-state"));
   if (node.attempt > 1) row.append(textElement("span", `attempt ${Number(node.attempt)}`, "cortex-retry"));
+  // An internal action or a context feed the agent's permissions refused.
+  if (node.audit === "blocked") row.append(textElement("span", "blocked", "cortex-blocked"));
   // Where a cluster ran it; a lost worker's call that Dask ran again shows as a retry.
   if (node.where) {
     const where = textElement("span", `on ${node.where}`, "cortex-where");
@@ -355,6 +357,17 @@ function renderNode(node, children, store, depth) {
     pre.textContent = node.traceback;
     tb.append(summary, pre);
     li.appendChild(tb);
+  }
+  if (node.log) {
+    // What the tool wrote to stderr (its tail), collapsed: not its result.
+    const log = document.createElement("details");
+    log.className = "cortex-log";
+    const summary = document.createElement("summary");
+    summary.textContent = "stderr";
+    const pre = document.createElement("pre");
+    pre.textContent = node.log;
+    log.append(summary, pre);
+    li.appendChild(log);
   }
   if (node.approval) li.appendChild(renderApproval(node, store));
   const kids = children.get(node.id) || [];

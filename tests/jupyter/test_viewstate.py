@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from cortex_kernel.runtime.run_events import (
     Usage,
     VariableBound,
 )
+from tests.runtime.fakes import ScriptedModel
 
 ACTION = Action(
     id="a1",
@@ -281,3 +283,102 @@ def test_terminal_lines_are_indented_as_the_tree(
     lines = capsys.readouterr().out.splitlines()
     assert "    ✓ feed.totals/first tool add (async): succeeded" in lines
     assert "  ✓ feed.totals feed: succeeded" in lines
+
+
+def _event_types(union: Any) -> set[str]:
+    import typing
+
+    from cortex_kernel.jupyter.viewstate.state import event_type
+
+    members = typing.get_args(union)
+    if typing.get_origin(union) is typing.Annotated:
+        members = typing.get_args(members[0])
+    return {event_type(cls) for cls in members}
+
+
+def test_every_event_type_has_a_handler_or_is_ignored_on_purpose() -> None:
+    from cortex_kernel.jupyter.viewstate.state import HANDLERS, IGNORED
+    from cortex_kernel.protocol.parser_events import ParserEvent
+    from cortex_kernel.runtime.run_events import RuntimeEvent
+
+    every = _event_types(ParserEvent) | _event_types(RuntimeEvent)
+    assert len(every) >= 29  # the unions were read (12 parser and 17 runtime types today)
+    assert set(HANDLERS) | set(IGNORED) == every
+    assert not set(HANDLERS) & set(IGNORED)
+    # The three a name-built dispatch used to drop without a word.
+    assert {"action_log", "context_feed", "internal_action"} <= set(HANDLERS)
+
+
+LOGGING_MANIFEST = """
+tools:
+  - name: count
+    command: ["{python}", "-c", "import sys; sys.stderr.write('counting'); print(5)"]
+"""
+
+
+def _logging_feed_and_internal_run(tmp_path: Path) -> list[Any]:
+    """A real run: a command tool writing stderr, a refused <context_feed>, an internal action."""
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(LOGGING_MANIFEST.format(python=sys.executable), encoding="utf-8")
+    first = (
+        '<context_feed id="backlog" type="on_demand">{"source": "backlog"}</context_feed>'
+        '<action type="tool" mode="async" id="c1">{"name": "count", "parameters": {}}</action>'
+        '<action type="internal" mode="sync" id="i1">'
+        '{"name": "list_context_feeds", "parameters": {}}</action>'
+    )
+    model = ScriptedModel([first, "<response>done</response>"])
+    seen: list[Any] = []
+
+    async def run() -> None:
+        session = build_session(model, manifest, transcript_dir=tmp_path)
+        try:
+            result = await session.run("go", on_event=seen.append)
+        finally:
+            await session.aclose()
+        assert result.status == "ok", result.message
+
+    anyio.run(run)
+    return seen
+
+
+def test_a_tools_stderr_a_context_feed_and_internal_actions_show_up(tmp_path: Path) -> None:
+    events = _logging_feed_and_internal_run(tmp_path)
+    kinds = {event.type for event in events}
+    assert {"action_log", "context_feed", "internal_action"} <= kinds, kinds
+    state = RunState()
+    for event in events:
+        state.apply(event)
+    nodes = state.doc["nodes"]
+    assert nodes["c1"]["log"] == "counting"  # the tool's stderr, with its node
+    feed = nodes["feed.backlog"]  # the model's declaration, refused: not granted
+    assert (feed["type"], feed["name"], feed["mode"]) == ("feed", "backlog", "on_demand")
+    assert (feed["audit"], feed["state"]) == ("blocked", "failed")
+    assert "add_context_feed is not allowed" in feed["error"]
+    assert "backlog" not in nodes  # its action_error went to the feed's node, not a new one
+    assert nodes["i1"]["audit"] == "ok" and nodes["i1"]["state"] == "succeeded"
+    text = render_text(state.doc)
+    assert "✗ feed.backlog feed backlog (on_demand): failed [blocked]" in text
+    html = render_html(state.doc)
+    assert "<summary" in html and ">stderr</summary>" in html and "counting" in html
+    assert "[blocked]" in render_markdown(state.doc)
+    assert_view_js_rebuilds(events)
+
+
+def test_a_nested_runs_feed_draws_under_its_agent() -> None:
+    from cortex_kernel.protocol.models import ContextFeedDecl
+    from cortex_kernel.protocol.parser_events import ContextFeed
+    from cortex_kernel.runtime.run_events import InternalAudit
+
+    outer = Action(id="a1", type=ActionType.AGENT, body={"name": "helper", "message": "m"})
+    state = RunState()
+    for event in [
+        RunStarted(t=0, run_id="r", message="m", model="x"),
+        ActionQueued(t=0, id="a1", action=outer),
+        ContextFeed(span=(0, 0), feed=ContextFeedDecl(id="f", source={"source": "s"}), parent="a1"),
+        InternalAudit(t=0.1, id="a1/f", name="context_feed", outcome="ok", parent="a1"),
+        FeedUpdated(t=0.2, feed_id="f", chars=12, parent="a1"),
+    ]:
+        state.apply(event)
+    node = state.doc["nodes"]["a1/feed.f"]
+    assert (node["parent"], node["audit"], node["state"]) == ("a1", "ok", "succeeded")
+    assert "feed.f" not in state.doc["nodes"]  # not the top run's feed of that id

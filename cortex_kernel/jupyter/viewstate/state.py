@@ -8,6 +8,10 @@ tokens or state changes arrived), so a flush sends at most one op per thing
 that changed since the last flush: the coalescing that keeps the widget at
 ~20 messages a second whatever the token rate.
 
+Every event type of the protocol and the runtime has a handler in
+:data:`HANDLERS` (keyed by the event's ``type``, from its class) or is named
+in :data:`IGNORED`: a new event type fails a test until the view decides.
+
 Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
 
     ["run", {field: value}]              top-level fields: status, message, answer
@@ -16,92 +20,35 @@ Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
     ["th", index, text, done]            append to thought ``index``; ``done`` flag
     ["tx", text]                         append outside text
     ["rs", index, text, final, done]     append to response ``index``
-    ["n", id, {field: value}]            upsert an action (or nested-run) node
+    ["n", id, {field: value}]            upsert an action (or nested-run, or feed) node
     ["w", text]                          a warning
     ["v", name, {"type", "preview"}]     a variable got a value
     ["f", {"turns", "tokens", "cost", "seconds"}]
 
-The same state renders as ``text/plain``, ``text/markdown`` and ``text/html``
-for front ends without the widget (nbconvert, GitHub): :func:`render_text`,
-:func:`render_markdown`, :func:`render_html`.
+A node's fields: ``id type name mode deps parent state t0 t1 preview
+error``, and when they apply ``key attempt subrun where backend moved_from
+placement dashboard traceback approval log`` (a tool's stderr, its tail)
+and ``audit`` (``ok``, ``error`` or ``blocked``: how an internal action or a
+context feed declaration went).
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
-import unicodedata
+import typing
+from collections.abc import Callable
 from typing import Any
 
-from .safe_markup import (
-    code_span,
-    literal_markdown,
-    safe_url,
-    sanitize_view_html,
-    terminal_safe,
-)
+from ...protocol import parser_events as parser
+from ...runtime import run_events as runtime
+from .text import clip, visible_text
 
-__all__ = [
-    "STATE_ICONS",
-    "RunState",
-    "TerminalView",
-    "escape_math",
-    "event_data",
-    "render_html",
-    "render_markdown",
-    "render_text",
-    "visible_text",
-]
+__all__ = ["HANDLERS", "IGNORED", "RunState", "event_data", "event_type"]
 
 Op = list[Any]
 
-
-def plural(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``: as the live view writes counts."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-STATE_ICONS: dict[str, str] = {
-    "parsing": "…",
-    "queued": "○",
-    "waiting": "◔",
-    "running": "⟳",  # not ▶: that reads as a disclosure triangle, and it cannot be clicked
-    "succeeded": "✓",
-    "failed": "✗",
-    "skipped": "↷",
-    "cancelled": "⊘",
-    "awaiting approval": "⏸",
-}
-
-_PREVIEW_CHARS = 300
 _TRACEBACK_CHARS = 6000
-
-
-# Fenced blocks and inline code spans: their `$` are code, not math.
-_CODE = re.compile(r"(^[ \t]*(```|~~~)[\s\S]*?(^[ \t]*\2|\Z)|`[^`\n]*`)", re.MULTILINE)
-
-
-# A dollar the markdown step reads as literal (``\\$``: Jupyter's math
-# extraction, GitHub, VS Code) inside its own element: MathJax, which
-# typesets the rendered page in JupyterLab and Notebook 7, never pairs
-# delimiters across elements.
-_DOLLAR_MD = "<span>\\$</span>"
-_DOLLAR_HTML = "<span>$</span>"
-
-
-def escape_math(markdown: str) -> str:
-    """Escape ``$`` outside code so no markdown renderer typesets the text as math."""
-    if "$" not in markdown:
-        return markdown
-    out: list[str] = []
-    pos = 0
-    for match in _CODE.finditer(markdown):
-        out.append(markdown[pos : match.start()].replace("$", _DOLLAR_MD))
-        out.append(match.group(0))
-        pos = match.end()
-    out.append(markdown[pos:].replace("$", _DOLLAR_MD))
-    return "".join(out)
+_LOG_CHARS = 4000  # the tail of a tool's stderr a node keeps
 
 
 def event_data(event: Any) -> dict[str, Any]:
@@ -110,82 +57,14 @@ def event_data(event: Any) -> dict[str, Any]:
     return data
 
 
-def _clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def event_type(cls: type) -> str:
+    """The ``type`` an event class's instances carry (its ``Literal`` annotation)."""
+    (value,) = typing.get_args(typing.get_type_hints(cls)["type"])
+    return str(value)
 
-
-# -- what an approval box shows ---------------------------------------------
 
 # How an approval box names the actions a request runs under.
 _ASKERS = {"workflow": "workflow", "agent": "sub-agent", "feed": "feed"}
-
-#: Opens every marker of :func:`visible_text` (and only those: a literal one is escaped).
-MARK_OPEN, MARK_CLOSE = "⟨", "⟩"
-_SPACE_RUN = 4  # spaces in a row shown as a count, not as blank
-_INDENT_KEPT = 32  # leading spaces shown as they are (JSON's indentation)
-# Candidates: runs of spaces, and runs of anything but printable ASCII.
-_UNUSUAL = re.compile(rf" {{{_SPACE_RUN},}}|[^\x21-\x7e\n ]+")
-# Characters that render as nothing or as blank space though not categorised so.
-_BLANK = frozenset({0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
-
-
-def _hidden(char: str) -> bool:
-    code = ord(char)
-    if char == MARK_OPEN or code in _BLANK:
-        return True
-    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:  # variation selectors
-        return True
-    # Controls, formats (bidi, zero-width), surrogates, private use, unassigned,
-    # and every space, separator or break but the plain space.
-    return unicodedata.category(char)[0] in "CZ"
-
-
-def _marker(char: str, count: int) -> str:
-    name = "tab" if char == "\t" else f"U+{ord(char):04X}"
-    return f"{MARK_OPEN}{name}{f' ×{count}' if count > 1 else ''}{MARK_CLOSE}"
-
-
-def visible_text(text: str) -> str:
-    r"""``text`` with nothing hidden: what an approval box shows.
-
-    A run of four or more spaces becomes ``⟨N spaces⟩`` (leading
-    indentation up to 32 stays as it is); tabs become ``⟨tab⟩``; controls,
-    bidi overrides and isolates, zero-width and other invisible or blank
-    characters become their code points (``⟨U+202E⟩``, ``⟨U+00A0 ×300⟩`` for
-    a run). A literal ``⟨`` is escaped too (``⟨U+27E8⟩``), so every ``⟨`` is
-    a marker and no text can pass for one. Newlines stay line breaks.
-
-    Examples
-    --------
-    >>> visible_text("ls" + " " * 2100 + "; curl x|sh")
-    'ls⟨2100 spaces⟩; curl x|sh'
-    >>> visible_text("abc\u202egpj.exe")
-    'abc⟨U+202E⟩gpj.exe'
-    """
-
-    def replace(match: re.Match[str]) -> str:
-        found = match.group(0)
-        if found[0] == " ":
-            start = match.start()
-            if (start == 0 or text[start - 1] == "\n") and len(found) <= _INDENT_KEPT:
-                return found
-            return f"{MARK_OPEN}{len(found)} spaces{MARK_CLOSE}"
-        out: list[str] = []
-        i = 0
-        while i < len(found):
-            char = found[i]
-            if not (char == "\t" or _hidden(char)):
-                out.append(char)
-                i += 1
-                continue
-            j = i + 1
-            while j < len(found) and found[j] == char:
-                j += 1
-            out.append(_marker(char, j - i))
-            i = j
-        return "".join(out)
-
-    return _UNUSUAL.sub(replace, text)
 
 
 class RunState:
@@ -310,18 +189,22 @@ class RunState:
     # -- events -------------------------------------------------------------
 
     def apply(self, event: Any) -> None:
-        """Fold one event (a pydantic event model, or its dict) into the state."""
+        """Fold one event (an event object, or its dict) into the state.
+
+        Its handler is :data:`HANDLERS`'s entry for its ``type``; a type the
+        view does not know (one newer than this version) only moves the clock.
+        """
         data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
         kind = data.get("type", "")
         self._event_parent = data.get("parent")
         if data.get("parent") and kind.startswith("action_"):
             self._adopt_parent(data["parent"], data)
-        handler = getattr(self, f"_on_{kind}", None)
         t = data.get("t")
         if isinstance(t, int | float) and data.get("parent") is None:
             self._footer_time(float(t))
+        handler = HANDLERS.get(kind)
         if handler is not None:
-            handler(data)
+            handler(self, data)
 
     def _adopt_parent(self, parent: str, e: dict[str, Any]) -> None:
         # Actions run for something that is no action of this run (a context
@@ -493,7 +376,7 @@ class RunState:
         body = action.get("body") or {}
         name = body.get("name") if isinstance(body.get("name"), str) else ""
         if not name and action.get("type") == "llm":
-            name = _clip(str(body.get("prompt", "")), 40)
+            name = clip(str(body.get("prompt", "")), 40)
         operation = body.get("operation")
         if action.get("type") == "relic" and isinstance(operation, str):
             name = f"{name}.{operation}"  # which service, and what was asked of it
@@ -512,10 +395,15 @@ class RunState:
 
     def _on_action_error(self, e: dict[str, Any]) -> None:
         node_id = e.get("id")
-        if node_id:
-            self._op_node(node_id, state="failed", error=_clip(e["message"]))
-        else:
+        if not node_id:
             self._on_warning({"message": e["message"]})
+            return
+        nodes = self.doc["nodes"]
+        outer, _, own = node_id.rpartition("/")  # a nested run's ids are prefixed
+        feed = self._feed_node(own, outer or None)
+        if node_id not in nodes and feed in nodes:
+            node_id = feed  # a <context_feed> that was not created: no action has that id
+        self._op_node(node_id, state="failed", error=clip(e["message"]))
 
     def _on_action_queued(self, e: dict[str, Any]) -> None:
         action = e.get("action") or {}
@@ -531,21 +419,21 @@ class RunState:
         self._op_node(e["id"], state="running", t0=e["t"], attempt=e.get("attempt", 1))
 
     def _on_action_succeeded(self, e: dict[str, Any]) -> None:
-        self._op_node(e["id"], state="succeeded", t1=e["t"], preview=_clip(e.get("preview", "")))
+        self._op_node(e["id"], state="succeeded", t1=e["t"], preview=clip(e.get("preview", "")))
 
     def _on_action_failed(self, e: dict[str, Any]) -> None:
         fields: dict[str, Any] = {
             "state": "failed",
             "t1": e["t"],
-            "error": _clip(e.get("error", "")),
+            "error": clip(e.get("error", "")),
         }
         if e.get("traceback"):
             # Shown collapsed under the failed action.
-            fields["traceback"] = _clip(e["traceback"], _TRACEBACK_CHARS)
+            fields["traceback"] = clip(e["traceback"], _TRACEBACK_CHARS)
         self._op_node(e["id"], **fields)
 
     def _on_action_skipped(self, e: dict[str, Any]) -> None:
-        self._op_node(e["id"], state="skipped", t1=e["t"], error=_clip(e.get("reason", "")))
+        self._op_node(e["id"], state="skipped", t1=e["t"], error=clip(e.get("reason", "")))
 
     def _on_action_cancelled(self, e: dict[str, Any]) -> None:
         self._op_node(e["id"], state="cancelled", t1=e["t"], error=e.get("reason", "cancelled"))
@@ -567,7 +455,7 @@ class RunState:
         # The exact parameters, as the call will get them, whole and with
         # nothing invisible: the user judges what runs. The digest is of the
         # text the box shows, computed here: an answer must name it.
-        from ..executors.approval import approval_digest, approval_text
+        from ...executors.approval import approval_digest, approval_text
 
         text = e.get("text") or approval_text(e.get("parameters") or {})
         approval = {
@@ -605,19 +493,20 @@ class RunState:
         self._op_node(e["id"], state=state, approval=approval)
 
     def _on_feed_updated(self, e: dict[str, Any]) -> None:
-        # Only a feed whose fetch ran actions has a node (see _adopt_parent).
-        node_id = f"feed.{e['feed_id']}"
+        # Only a feed the model declared, or whose fetch ran actions, has a
+        # node (see _on_context_feed, _adopt_parent).
+        node_id = self._feed_node(e["feed_id"], e.get("parent"))
         node = self.doc["nodes"].get(node_id)
         if node is None or node["type"] != "feed":
             return
         if e.get("error"):
-            self._op_node(node_id, state="failed", t1=e["t"], preview="", error=_clip(e["error"]))
+            self._op_node(node_id, state="failed", t1=e["t"], preview="", error=clip(e["error"]))
             return
         preview = f"{e.get('chars', 0)} characters" + (" (truncated)" if e.get("truncated") else "")
         self._op_node(node_id, state="succeeded", t1=e["t"], preview=preview, error="")
 
     def _on_variable_bound(self, e: dict[str, Any]) -> None:
-        entry = {"type": e.get("type_name", ""), "preview": _clip(e.get("preview", ""), 120)}
+        entry = {"type": e.get("type_name", ""), "preview": clip(e.get("preview", ""), 120)}
         self.doc["variables"][e["name"]] = entry
         self._pending[("v", e["name"])] = ["v", e["name"], entry]
 
@@ -626,261 +515,74 @@ class RunState:
         self._warning_count += 1
         self._pending[("w", self._warning_count)] = ["w", e["message"]]
 
+    def _on_action_log(self, e: dict[str, Any]) -> None:
+        # A tool's stderr, kept with its node: the tail, where a failure explains itself.
+        node = self.doc["nodes"].get(e["id"]) or {}
+        log = str(node.get("log") or "") + e.get("text", "")
+        if len(log) > _LOG_CHARS:
+            log = "…" + log[-(_LOG_CHARS - 1) :]
+        self._op_node(e["id"], log=log)
 
-# -- static renderings ------------------------------------------------------
+    @staticmethod
+    def _feed_node(feed_id: str, parent: str | None) -> str:
+        """The node of feed ``feed_id`` of the run ``parent`` names (the top run's: None)."""
+        return f"{parent}/feed.{feed_id}" if parent else f"feed.{feed_id}"
 
+    def _on_context_feed(self, e: dict[str, Any]) -> None:
+        # The model declared a feed: a node, which its refreshes update (feed_updated).
+        feed = e.get("feed") or {}
+        source = feed.get("source") or {}
+        name = source.get("source") if isinstance(source.get("source"), str) else ""
+        node_id = self._feed_node(str(feed.get("id", "")), e.get("parent"))
+        self._op_node(node_id, type="feed", name=name, mode=str(feed.get("type", "")))
 
-def _children(doc: dict[str, Any]) -> dict[str | None, list[dict[str, Any]]]:
-    tree: dict[str | None, list[dict[str, Any]]] = {}
-    nodes = doc["nodes"]
-    for node_id in doc["order"]:
-        node = nodes[node_id]
-        parent = node.get("parent")
-        tree.setdefault(parent if parent in nodes else None, []).append(node)
-    return tree
-
-
-def _node_label(node: dict[str, Any]) -> str:
-    label = f"{node['id']} {node['type']}".strip()
-    if node.get("name"):
-        label += f" {node['name']}"
-    if node.get("mode") and node["mode"] != "sync":
-        label += f" ({node['mode']})"
-    return label
-
-
-def _placement(node: dict[str, Any]) -> str:
-    """`` on tcp://…`` (and the lost worker it ran on before), or ``""``."""
-    if not node.get("where"):
-        return ""
-    text = f" on {node['where']}"
-    if node.get("moved_from"):
-        text += f" (retried after worker {node['moved_from']} was lost)"
-    return text
-
-
-def _text_line(node: dict[str, Any], depth: int) -> str:
-    icon = STATE_ICONS.get(node["state"], "?")
-    line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}{_placement(node)}"
-    if node.get("deps"):
-        line += f" <- {', '.join(node['deps'])}"
-    if (node.get("approval") or {}).get("decision"):
-        line += f" [{node['approval']['decision']}]"
-    return line
+    def _on_internal_action(self, e: dict[str, Any]) -> None:
+        # The audit of an internal action or a <context_feed>: allowed, and how it went.
+        node_id = e["id"]
+        if e.get("name") == "context_feed":
+            outer, _, own = node_id.rpartition("/")
+            node_id = self._feed_node(own, outer or None)
+        fields: dict[str, Any] = {"audit": e.get("outcome", "ok")}
+        if e.get("outcome", "ok") != "ok":
+            fields.update(state="failed", t1=e.get("t"), error=clip(e.get("message", "")))
+        self._op_node(node_id, **fields)
 
 
-def _approval_head(approval: dict[str, Any]) -> str:
-    """``tool 'count', asked by run … › workflow 'w' (w1)``: what asks, and who."""
-    head = f"{approval.get('kind') or 'tool'} '{approval.get('tool', '')}'"
-    return head + (f", asked by {approval['asker']}" if approval.get("asker") else "")
-
-
-def render_text(doc: dict[str, Any]) -> str:
-    """A stable plain-text summary: status and the action tree, no timings.
-
-    A call that asked for approval shows its request whole, as its box did.
-    """
-    lines = [f"Cortex run [{doc['status']}]"]
-    tree = _children(doc)
-
-    def walk(parent: str | None, depth: int) -> None:
-        for node in tree.get(parent, []):
-            lines.append(_text_line(node, depth))
-            approval = node.get("approval")
-            if approval:
-                pad = "  " * (depth + 1)
-                lines.append(f"{pad}approval: {_approval_head(approval)}")
-                lines.extend(f"{pad}| {line}" for line in approval["parameters"].split("\n"))
-            walk(node["id"], depth + 1)
-
-    walk(None, 1)
-    if doc.get("status_message") and doc["status"] != "ok":
-        lines.append(f"  {doc['status_message']}")
-    # Terminals print it (jupyter console): model text must not drive them.
-    return terminal_safe("\n".join(lines))
-
-
-def render_markdown(doc: dict[str, Any]) -> str:
-    """Markdown: status, thoughts as quotes, the tree as a list, partial responses.
-
-    Model and tool text in it (thoughts, labels, previews, errors, partial
-    responses) reads literally: escaped by :mod:`.safe_markup`, never markup.
-    """
-    footer = doc["footer"]
-    parts = [
-        f"**Cortex run** · {doc['status']} · {len(doc['order'])} actions · "
-        f"{plural(footer['turns'], 'turn')} · {footer['tokens']} tokens"
-    ]
-    for thought in doc["thoughts"]:
-        text = thought["text"].strip()
-        if text:
-            # Model text reads literally: no raw HTML, link or image of it renders.
-            parts.append("\n".join("> " + line for line in literal_markdown(text).splitlines()))
-    tree = _children(doc)
-    items: list[str] = []
-
-    def walk(parent: str | None, depth: int) -> None:
-        for node in tree.get(parent, []):
-            icon = STATE_ICONS.get(node["state"], "?")
-            label = code_span(_node_label(node))
-            item = f"{'  ' * depth}- {icon} {label} — {literal_markdown(node['state'])}"
-            item += literal_markdown(_placement(node))
-            if (node.get("approval") or {}).get("decision"):
-                item += f" {literal_markdown('[' + node['approval']['decision'] + ']')}"
-            if node.get("deps"):
-                item += f" {literal_markdown('(after ' + ', '.join(node['deps']) + ')')}"
-            detail = node.get("preview") or node.get("error")
-            if detail:
-                item += ": " + literal_markdown(_clip(str(detail), 120).replace("\n", " "))
-            items.append(item)
-            approval = node.get("approval")
-            if approval:
-                pad = "  " * depth + "  "
-                shown = approval["parameters"]
-                fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", shown)), default=0))
-                items.append(f"{pad}approval: {code_span(_approval_head(approval))}")
-                items.extend(f"{pad}{line}" for line in (f"{fence}text", *shown.split("\n"), fence))
-            walk(node["id"], depth + 1)
-
-    walk(None, 0)
-    if items:
-        parts.append("\n".join(items))
-    for response in doc["responses"]:
-        if not response["final"] and response["text"].strip():
-            parts.append(f"*{literal_markdown(response['text'].strip())}*")
-    if doc["status"] not in ("running", "ok") and doc.get("status_message"):
-        parts.append(f"**{doc['status']}**: {literal_markdown(doc['status_message'])}")
-    return "\n\n".join(parts)
-
-
-def _details_html(node: dict[str, Any]) -> str:
-    """Under a node's line: its traceback (collapsed) and its approval's request."""
-    esc = html.escape
-    out = ""
-    if node.get("traceback"):
-        out += (
-            '<details><summary style="color: #b00">traceback</summary>'
-            f'<pre style="font-size: 11px">{esc(node["traceback"])}</pre></details>'
-        )
-    approval = node.get("approval")
-    if approval:
-        # The request whole: scrollable and wrapped, nothing of it out of sight.
-        out += (
-            '<div class="cortex-approval-static" style="margin: 2px 0 4px 1.6em">'
-            f"<small>approval: {esc(_approval_head(approval))}</small>"
-            '<pre style="max-height: 12em; overflow: auto; white-space: pre-wrap; '
-            "overflow-wrap: anywhere; margin: 2px 0; padding: 4px 6px; "
-            f'background: #f4f4f4; font-size: 12px">{esc(approval["parameters"])}</pre>'
-            "</div>"
-        )
-    return out
-
-
-def render_html(doc: dict[str, Any]) -> str:
-    """Self-contained HTML (inline styles only, which sanitizers keep).
-
-    Every text field is escaped and the whole goes through nh3
-    (:func:`.safe_markup.sanitize_view_html`): a trusted output runs no script.
-    """
-    esc = html.escape
-    footer = doc["footer"]
-    # tex2jax_ignore / mathjax_ignore and every "$" in its own element:
-    # MathJax (JupyterLab, Notebook 7) leaves "$5 or $6" alone.
-    out = [
-        '<div class="cortex-run-static tex2jax_ignore mathjax_ignore" '
-        'style="font-family: sans-serif; font-size: 13px">'
-    ]
-    out.append(f"<div><b>Cortex run</b> · <span>{esc(doc['status'])}</span></div>")
-    for thought in doc["thoughts"]:
-        text = thought["text"].strip()
-        if text:
-            out.append(
-                '<details><summary style="color: #777">thought</summary>'
-                f'<div style="color: #777; white-space: pre-wrap">{esc(text)}</div></details>'
-            )
-    tree = _children(doc)
-
-    def walk(parent: str | None) -> None:
-        children = tree.get(parent, [])
-        if not children:
-            return
-        out.append('<ul style="list-style: none; padding-left: 1.2em; margin: 2px 0">')
-        for node in children:
-            icon = STATE_ICONS.get(node["state"], "?")
-            line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
-            if node.get("where"):
-                line += f" <small>{esc(_placement(node).strip())}</small>"
-            if (node.get("approval") or {}).get("decision"):
-                line += f" <b>[{esc(node['approval']['decision'])}]</b>"
-            if node.get("deps"):
-                line += f" <small>after {esc(', '.join(node['deps']))}</small>"
-            if node.get("t0") is not None and node.get("t1") is not None:
-                line += f" <small>{node['t1'] - node['t0']:.2f}s</small>"
-            detail = node.get("error") or node.get("preview")
-            if detail:
-                line += f' <span style="color: #555">{esc(_clip(str(detail), 200))}</span>'
-            out.append(f"<li>{line}{_details_html(node)}")
-            walk(node["id"])
-            out.append("</li>")
-        out.append("</ul>")
-
-    walk(None)
-    for response in doc["responses"]:
-        if not response["final"] and response["text"].strip():
-            out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
-    if doc["status"] not in ("running", "ok") and doc.get("status_message"):
-        out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
-    if doc.get("dashboard") and safe_url(doc["dashboard"]):
-        link = esc(doc["dashboard"], quote=True)
-        out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
-    cost = footer["cost"]
-    # An unknown cost (a local or replay model) is left out, as the live view does.
-    cost_text = "" if cost is None else f" · ${cost:.4f}"
-    out.append(
-        f'<div style="color: #777; font-size: 11px">{plural(footer["turns"], "turn")} · '
-        f"{footer['tokens']} tokens{cost_text} · {footer['seconds']:.1f}s</div>"
+#: The handler of each event type the view folds in.
+HANDLERS: dict[str, Callable[[RunState, dict[str, Any]], None]] = {
+    event_type(cls): handler
+    for cls, handler in (
+        (parser.Text, RunState._on_text),
+        (parser.ThoughtStart, RunState._on_thought_start),
+        (parser.ThoughtDelta, RunState._on_thought_delta),
+        (parser.ThoughtEnd, RunState._on_thought_end),
+        (parser.ActionOpen, RunState._on_action_open),
+        (parser.ActionParsed, RunState._on_action_parsed),
+        (parser.ActionErrorEvent, RunState._on_action_error),
+        (parser.ResponseStart, RunState._on_response_start),
+        (parser.ResponseDelta, RunState._on_response_delta),
+        (parser.ResponseEnd, RunState._on_response_end),
+        (parser.ContextFeed, RunState._on_context_feed),
+        (parser.Warning, RunState._on_warning),
+        (runtime.RunStarted, RunState._on_run_started),
+        (runtime.TurnStarted, RunState._on_turn_started),
+        (runtime.TurnEnded, RunState._on_turn_ended),
+        (runtime.ActionQueued, RunState._on_action_queued),
+        (runtime.ActionStarted, RunState._on_action_started),
+        (runtime.ActionSucceeded, RunState._on_action_succeeded),
+        (runtime.ActionFailed, RunState._on_action_failed),
+        (runtime.ActionSkipped, RunState._on_action_skipped),
+        (runtime.ActionCancelled, RunState._on_action_cancelled),
+        (runtime.ActionLog, RunState._on_action_log),
+        (runtime.ActionPlaced, RunState._on_action_placed),
+        (runtime.ApprovalRequested, RunState._on_approval_requested),
+        (runtime.ApprovalDecided, RunState._on_approval_decided),
+        (runtime.VariableBound, RunState._on_variable_bound),
+        (runtime.FeedUpdated, RunState._on_feed_updated),
+        (runtime.InternalAudit, RunState._on_internal_action),
+        (runtime.RunFinished, RunState._on_run_finished),
     )
-    out.append("</div>")
-    # Every field above is escaped; the sanitizer is the second line of defence.
-    return sanitize_view_html("".join(out).replace("$", _DOLLAR_HTML))
+}
 
-
-class TerminalView:
-    """The run's plain-text view for terminals (``jupyter console``), as it changes.
-
-    A terminal prints a display once (``Cortex run [running]``) and ignores
-    its updates, so the changes are printed instead: one line per action
-    state change (and per refresh of a feed drawn in the tree), indented as
-    in :func:`render_text`, then the final :func:`render_text`.
-
-    Parameters
-    ----------
-    state
-        The :class:`RunState` the widget view folds events into (read, not written).
-    """
-
-    _SHOWN = frozenset(
-        {"action_started", "action_succeeded", "action_failed", "action_skipped"}
-        | {"action_cancelled"}
-    )
-
-    def __init__(self, state: RunState) -> None:
-        self.state = state
-
-    def push(self, event: Any) -> None:
-        """Print the line of the action ``event`` changed (after the state took it)."""
-        data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
-        kind = data.get("type")
-        nodes = self.state.doc["nodes"]
-        node_id = f"feed.{data.get('feed_id')}" if kind == "feed_updated" else data.get("id")
-        node = nodes.get(node_id)
-        if node is None or (kind not in self._SHOWN and kind != "feed_updated"):
-            return
-        depth, parent = 1, node.get("parent")
-        while parent in nodes and depth <= len(nodes):  # bounded: a parent loop ends
-            depth, parent = depth + 1, nodes[parent].get("parent")
-        print(terminal_safe(_text_line(node, depth)), flush=True)
-
-    def finish(self) -> None:
-        """Print the final state."""
-        print(render_text(self.state.doc), flush=True)
+#: Event types the view leaves out on purpose, with why (none today).
+IGNORED: dict[str, str] = {}
