@@ -29,14 +29,15 @@ pure-Python modules, or the compiled build when it is installed or first on
    transcript, every event folded into the view's state) on the replay
    model, three turns of the same kind of text, tokens streamed as fast as
    the run reads them. The parser's own time in the run (its ``feed`` and
-   ``close`` calls, timed where the runtime makes them) and the CPU of
-   parsing the very chunks the run fed, alone, are divided by the run's
-   CPU. A run on a real provider also reads HTTP (``bench llm``), so its
-   share is lower still.
+   ``close`` calls, timed where the runtime makes them, in wall time) and
+   the CPU of parsing the very chunks the run fed, alone, are divided by
+   the run's CPU; each figure is the best of the runs. A run on a real
+   provider also reads HTTP (``bench llm``), so its share is lower still.
 
 The goal (what users feel, not MB/s against C): the pure-Python parser at
 least ``GOAL_RATIO`` of the peer at every chunk size, dispatch p99 at most
-``GOAL_DISPATCH_P99_US``, with one event class. It is judged on the pure
+``GOAL_DISPATCH_P99_US``, with one type per event (each kind of event,
+``text``, ``action_parsed``…, made by one class). It is judged on the pure
 build. When that is the one imported and a compiled build of the same
 sources sits in ``build/compiled`` (``make bench`` builds it;
 ``CORTEX_COMPILED_DIR`` names another), everything is measured again on it,
@@ -78,7 +79,6 @@ from cortex_kernel.protocol import IdAllocator, Parser
 CHUNK_SIZES: Final = (4, 16, 256)
 GOAL_RATIO: Final = 0.5  # pure Python / fair peer, at every chunk size
 GOAL_DISPATCH_P99_US: Final = 50.0
-GOAL_EVENT_CLASSES: Final = 1
 # Throughput is timed in CPU seconds of this process: on a machine shared
 # with other work, wall time measures the neighbours as much as the parser.
 # Dispatch latency stays wall time (perf_counter): it is what a caller waits.
@@ -433,11 +433,14 @@ def dispatch_latencies(make_parser: Callable[[], Any], chunks: list[str]) -> lis
     return latencies
 
 
-def event_classes(make_parser: ParserFactory, document: str) -> list[str]:
-    """The names of the classes of the events a parser makes for ``document``."""
+def event_types(make_parser: ParserFactory, document: str) -> dict[str, list[str]]:
+    """Per kind of event a parser makes for ``document`` (fed in chunks of 16), its classes."""
     parser = make_parser()
-    events = [*parser.feed(document), *parser.close()]
-    return sorted({type(event).__name__ for event in events})
+    events = [event for chunk in _chunks(document, 16) for event in parser.feed(chunk)]
+    kinds: dict[str, set[str]] = {}
+    for event in [*events, *parser.close()]:
+        kinds.setdefault(str(event.type), set()).add(type(event).__name__)
+    return {kind: sorted(names) for kind, names in sorted(kinds.items())}
 
 
 def _chunks(document: str, size: int) -> list[str]:
@@ -445,7 +448,7 @@ def _chunks(document: str, size: int) -> list[str]:
 
 
 def measure(make_parser: ParserFactory = _our_parser, *, size: int, repeat: int) -> dict[str, Any]:
-    """Throughput against the peer, dispatch latency and event classes of one parser.
+    """Throughput against the peer, dispatch latency and event types of one parser.
 
     Prints its table and returns the figures, with ``meets_goal`` for this
     parser (the tests give it a parser known to be fast and one known to be
@@ -490,19 +493,24 @@ def measure(make_parser: ParserFactory = _our_parser, *, size: int, repeat: int)
     results["min_ratio"] = min(c["ratio"] for c in results["chunks"].values())
     results["dispatch_latency_us"] = _latency_figures(ours_latencies)
     results["peer_dispatch_latency_us"] = _latency_figures(peer_latencies)
-    classes = event_classes(make_parser, document)
-    results["event_classes"] = classes
+    types = event_types(make_parser, document)
+    results["event_types"] = types
+    results["one_type_per_event"] = all(len(names) == 1 for names in types.values())
     ours, peer = results["dispatch_latency_us"], results["peer_dispatch_latency_us"]
     print(
         f"dispatch (the feed call delivering an action's '>'): ours p50 {ours['p50']:.1f} µs, "
         f"p99 {ours['p99']:.1f} µs; peer p50 {peer['p50']:.1f} µs, p99 {peer['p99']:.1f} µs"
     )
-    print(f"event classes: {len(classes)} ({', '.join(classes)})")
+    print(
+        "event types: "
+        + ", ".join(f"{kind} {'/'.join(names)}" for kind, names in types.items())
+        + ("" if results["one_type_per_event"] else " (a kind with several classes)")
+    )
     results["meets_goal"] = (
         results["min_ratio"] >= GOAL_RATIO
         and ours["samples"] > 0
         and ours["p99"] <= GOAL_DISPATCH_P99_US
-        and len(classes) <= GOAL_EVENT_CLASSES
+        and results["one_type_per_event"]
     )
     return results
 
@@ -603,7 +611,12 @@ def turn_share(runs: int) -> dict[str, Any]:
         setattr(loop_module, "Parser", saved)  # noqa: B010
     fed = _TimedParser.chunks[: len(_TimedParser.chunks) // runs]  # one run's turns
     alone = min(_parse_alone(fed) for _ in range(max(3, runs)))
-    cpu, in_run, status = min(measured)
+    # Each the best of the runs: the parser's time in a run is wall time
+    # (two perf_counter calls per feed cost far less than a CPU clock's), and
+    # a neighbour taking the core in the middle of a feed only ever adds.
+    cpu = min(run[0] for run in measured)
+    in_run = min(run[1] for run in measured)
+    status = "ok" if all(run[2] == "ok" for run in measured) else measured[0][2]
     chunks = sum(len(turn) for turn in fed)
     chars = sum(len(c) for turn in fed for c in turn)
     figures = {
@@ -663,7 +676,7 @@ def main() -> dict[str, Any]:
     results["goal"] = {
         "ratio": GOAL_RATIO,
         "dispatch_p99_us": GOAL_DISPATCH_P99_US,
-        "event_classes": GOAL_EVENT_CLASSES,
+        "one_type_per_event": True,
     }
     if results["build"] == "pure":
         compiled, why_not = _compiled_build()
@@ -691,8 +704,8 @@ def main() -> dict[str, Any]:
     print(
         f"goal, pure Python: >= {GOAL_RATIO} x the peer at every chunk size "
         f"(min {results['min_ratio']:.2f}), dispatch p99 <= {GOAL_DISPATCH_P99_US:.0f} µs "
-        f"({results['dispatch_latency_us']['p99']:.1f}), {GOAL_EVENT_CLASSES} event class "
-        f"({len(results['event_classes'])}): {verdict}"
+        f"({results['dispatch_latency_us']['p99']:.1f}), one type per event "
+        f"({'yes' if results['one_type_per_event'] else 'no'}): {verdict}"
     )
     return results
 
