@@ -48,6 +48,7 @@ import functools
 import re
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..exceptions import (
@@ -64,6 +65,7 @@ from ..exceptions import (
 from ..redaction import PROVIDER_KEY_ENV, SECRET_ENV_PATTERN, redact, secret_values
 
 __all__ = [
+    "MESSAGES",
     "PROVIDER_KEY_ENV",
     "SECRET_ENV_PATTERN",
     "ErrorKind",
@@ -409,6 +411,128 @@ def _garbage_detail(exc: BaseException, secrets: Iterable[str | None]) -> str | 
     return None
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """What a message may quote about one failure (see :func:`map_error`)."""
+
+    exc: BaseException
+    model: str
+    where: str  # " at API_BASE", or ""
+    detail: str  # the provider's words, redacted
+    tries: str  # " after N attempts", or ""
+    status: int | None
+    timeout: float | None
+    timeout_option: str
+    phase: Phase
+    secrets: tuple[str | None, ...]
+
+
+def _protocol_message(f: _Failure) -> str:
+    detail = _garbage_detail(f.exc, f.secrets) or f.detail
+    return (
+        f"The provider of model {f.model!r}{f.where} sent an answer that is not a stream of "
+        f"chat completion chunks ({detail}); it was not retried. Check that the model's "
+        "`api_base` option points at an OpenAI-compatible /v1 endpoint (not a web page or "
+        "a proxy's error page), and the provider's status."
+    )
+
+
+def _installation_message(f: _Failure) -> str:
+    return (
+        f"Model {f.model!r} could not be called: {f.detail}. This is a problem with the "
+        "installation, not the provider: reinstall cortex-kernel (and litellm), or "
+        "choose another model (--model / %model)."
+    )
+
+
+def _auth_message(f: _Failure) -> str:
+    env = key_env_for(f.model)
+    hint = f"Set {env} in the kernel's environment" if env else "Set the provider's API key"
+    return (
+        f"The provider rejected the credentials for model {f.model!r}"
+        f"{f' ({f.status})' if f.status in (401, 403) else ''}: {f.detail}. "
+        f"{hint} (or pass the model's `api_key` option), then restart the kernel "
+        "or choose another model (--model / %model)."
+    )
+
+
+def _context_window_message(f: _Failure) -> str:
+    return (
+        f"The prompt is too long for model {f.model!r}: {f.detail}. Shorten the history "
+        "(start a new session), remove or shrink context feeds (their max_tokens), "
+        "or choose a model with a larger context window (--model / %model)."
+    )
+
+
+def _timeout_message(f: _Failure) -> str:
+    limit = f" {f.timeout:g} s" if f.timeout is not None else " the time allowed"
+    flag = "--" + f.timeout_option.replace("_", "-")
+    what = (
+        f"sent no first token within{limit}{f.tries}"
+        if f.timeout_option == "first_token_timeout"
+        else f"sent nothing for{limit}{f.tries}"
+    )
+    return (
+        f"Model {f.model!r}{f.where} {what}. Raise {flag} (on %model, %%agent or "
+        f"cortex-kernel run; {f.timeout_option} in a manifest's model table), check the "
+        "provider's status, or choose another model (--model)."
+    )
+
+
+def _rate_limit_message(f: _Failure) -> str:
+    return (
+        f"Model {f.model!r} is rate limited (429){f.tries}: {f.detail}. Wait a minute and run "
+        "the cell again, raise the model's --retries option, or choose another "
+        "model (--model / %model)."
+    )
+
+
+def _connection_message(f: _Failure) -> str:
+    return (
+        f"Cannot reach the provider of model {f.model!r}{f.where}{f.tries}: {f.detail}. Check "
+        "the network, the model's `api_base` option and any proxy settings (HTTPS_PROXY)."
+    )
+
+
+def _provider_down_message(f: _Failure) -> str:
+    code = " (an error event in its stream)" if f.phase == "stream" else f" ({f.status})"
+    return (
+        f"The provider of model {f.model!r} is failing{code}{f.tries}: {f.detail}. Try "
+        "again later, raise the model's --retries option, or choose another model "
+        "(--model / %model)."
+    )
+
+
+def _bad_request_message(f: _Failure) -> str:
+    return (
+        f"The provider rejected the request for model {f.model!r} ({f.status}): {f.detail}. "
+        "Check the model name (--model / %model; any litellm model string, e.g. "
+        "'openai/gpt-4o-mini') and the model options."
+    )
+
+
+def _other_message(f: _Failure) -> str:
+    return (
+        f"Model {f.model!r} failed{f.tries}: {type(_unwrap(f.exc)).__name__}: {f.detail}."
+        " Run the cell again; if it persists, choose another model (--model / %model)."
+    )
+
+
+#: Each kind of failure (:func:`classify`): the error raised, and what its message says.
+MESSAGES: dict[ErrorKind, tuple[type[ModelError], Callable[[_Failure], str]]] = {
+    "protocol": (ProviderProtocolError, _protocol_message),
+    "installation": (ModelError, _installation_message),
+    "auth": (AuthenticationError, _auth_message),
+    "context_window": (ContextWindowError, _context_window_message),
+    "timeout": (ModelTimeout, _timeout_message),
+    "rate_limit": (RateLimitError, _rate_limit_message),
+    "connection": (ConnectionFailed, _connection_message),
+    "provider_down": (ProviderDown, _provider_down_message),
+    "bad_request": (BadRequestError, _bad_request_message),
+    "other": (ModelError, _other_message),
+}
+
+
 def map_error(
     exc: BaseException,
     *,
@@ -422,6 +546,9 @@ def map_error(
     phase: Phase = "request",
 ) -> ModelError:
     """Turn an exception from a litellm call into our :class:`ModelError` tree.
+
+    The kind (:func:`classify`) picks the class and the message from
+    :data:`MESSAGES`.
 
     Parameters
     ----------
@@ -452,90 +579,23 @@ def map_error(
         return exc
     inner = _unwrap(exc)
     secrets = (api_key,)
-    detail = _detail(inner, secrets)
-    tries = f" after {attempts} attempts" if attempts > 1 else ""
-    tail = ""
+    failure = _Failure(
+        exc=exc,
+        model=model,
+        where=f" at {api_base}" if api_base else "",
+        detail=_detail(inner, secrets),
+        tries=f" after {attempts} attempts" if attempts > 1 else "",
+        status=_status(inner),
+        timeout=timeout,
+        timeout_option=timeout_option,
+        phase=phase,
+        secrets=secrets,
+    )
+    error_class, message = MESSAGES[classify(exc, phase=phase)]
+    text = message(failure)
     if streamed_chars:
-        tail = (
+        text += (
             f" The stream broke after {streamed_chars} characters; the partial turn was"
             " discarded, run the cell again to retry."
         )
-    status = _status(inner)
-    env = key_env_for(model)
-    where = f" at {api_base}" if api_base else ""
-
-    kind = classify(exc, phase=phase)
-    error: ModelError
-    if kind == "protocol":
-        detail = _garbage_detail(exc, secrets) or detail
-        error = ProviderProtocolError(
-            f"The provider of model {model!r}{where} sent an answer that is not a stream of "
-            f"chat completion chunks ({detail}); it was not retried. Check that the model's "
-            "`api_base` option points at an OpenAI-compatible /v1 endpoint (not a web page or "
-            "a proxy's error page), and the provider's status."
-        )
-    elif kind == "context_window":
-        error = ContextWindowError(
-            f"The prompt is too long for model {model!r}: {detail}. Shorten the history "
-            "(start a new session), remove or shrink context feeds (their max_tokens), "
-            "or choose a model with a larger context window (--model / %model)."
-        )
-    elif kind == "timeout":
-        limit = f" {timeout:g} s" if timeout is not None else " the time allowed"
-        flag = "--" + timeout_option.replace("_", "-")
-        what = (
-            f"sent no first token within{limit}{tries}"
-            if timeout_option == "first_token_timeout"
-            else f"sent nothing for{limit}{tries}"
-        )
-        error = ModelTimeout(
-            f"Model {model!r}{where} {what}. Raise {flag} (on %model, %%agent or "
-            f"cortex-kernel run; {timeout_option} in a manifest's model table), check the "
-            "provider's status, or choose another model (--model)."
-        )
-    elif kind == "auth":
-        hint = f"Set {env} in the kernel's environment" if env else "Set the provider's API key"
-        error = AuthenticationError(
-            f"The provider rejected the credentials for model {model!r}"
-            f"{f' ({status})' if status in (401, 403) else ''}: {detail}. "
-            f"{hint} (or pass the model's `api_key` option), then restart the kernel "
-            "or choose another model (--model / %model)."
-        )
-    elif kind == "rate_limit":
-        error = RateLimitError(
-            f"Model {model!r} is rate limited (429){tries}: {detail}. Wait a minute and run "
-            "the cell again, raise the model's --retries option, or choose another "
-            "model (--model / %model)."
-        )
-    elif kind == "installation":
-        error = ModelError(
-            f"Model {model!r} could not be called: {detail}. This is a problem with the "
-            "installation, not the provider: reinstall cortex-kernel (and litellm), or "
-            "choose another model (--model / %model)."
-        )
-    elif kind == "connection":
-        error = ConnectionFailed(
-            f"Cannot reach the provider of model {model!r}{where}{tries}: {detail}. Check the "
-            "network, the model's `api_base` option and any proxy settings (HTTPS_PROXY)."
-        )
-    elif kind == "provider_down":
-        code = " (an error event in its stream)" if phase == "stream" else f" ({status})"
-        error = ProviderDown(
-            f"The provider of model {model!r} is failing{code}{tries}: {detail}. Try "
-            "again later, raise the model's --retries option, or choose another model "
-            "(--model / %model)."
-        )
-    elif kind == "bad_request":
-        error = BadRequestError(
-            f"The provider rejected the request for model {model!r} ({status}): {detail}. "
-            "Check the model name (--model / %model; any litellm model string, e.g. "
-            "'openai/gpt-4o-mini') and the model options."
-        )
-    else:
-        error = ModelError(
-            f"Model {model!r} failed{tries}: {type(inner).__name__}: {detail}."
-            " Run the cell again; if it persists, choose another model (--model / %model)."
-        )
-    if tail:
-        error = type(error)(str(error) + tail)
-    return error
+    return error_class(text)

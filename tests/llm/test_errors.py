@@ -154,3 +154,14 @@ def test_a_missing_key_is_an_authentication_error_not_an_outage() -> None:
     assert isinstance(error, AuthenticationError)
     assert "Set OPENAI_API_KEY" in str(error)
     assert ".." not in str(error)
+
+
+def test_every_kind_has_its_error_and_message() -> None:
+    import typing
+
+    from cortex_kernel.exceptions import ModelError
+    from cortex_kernel.llm.errors import MESSAGES, ErrorKind
+
+    assert set(MESSAGES) == set(typing.get_args(ErrorKind))
+    for kind, (error_class, _) in MESSAGES.items():
+        assert issubclass(error_class, ModelError), kind
