@@ -29,7 +29,7 @@ from ._attributes import split_ids
 from ._jsonrepair import loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 
-__all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed", "fast_action"]
+__all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed", "fast_action", "strict_object"]
 
 _TYPES = ", ".join(t.value for t in ActionType)
 _MODES = ", ".join(m.value for m in ActionMode)
@@ -48,6 +48,7 @@ _scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_sca
     json.JSONDecoder()  # type: ignore[arg-type]  # typeshed: the class, in truth its instance
 )
 _json_space: Final = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE
+_surrogate_escape: Final = re.compile(r"\\u[dD][89a-fA-F]").search  # as in ._jsonrepair
 
 
 class BuiltAction(NamedTuple):
@@ -337,10 +338,10 @@ def build_action(
     return BuiltAction(action, None, action_id, tuple(warnings))
 
 
-def _strict_object(raw_body: str) -> dict[str, Any] | None:
+def strict_object(raw_body: str) -> dict[str, Any] | None:
     """``raw_body`` as a JSON object when it is strict JSON with nothing to repair."""
-    if "\\" in raw_body:  # escapes: lone surrogates are replaced by build_action
-        return None
+    if "\\" in raw_body and _surrogate_escape(raw_body) is not None:
+        return None  # a lone surrogate, which build_action replaces
     # Possibly too deep: build_action measures and reports it. (Deeper than
     # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
     # cannot be, and counting costs more than the rest of a small body.)
@@ -365,28 +366,26 @@ def _strict_object(raw_body: str) -> dict[str, Any] | None:
 def fast_action(
     attrs: dict[str, str],
     raw_body: str,
+    body: dict[str, Any],
     open_id: str,
     in_thought: bool,
     ids: IdAllocator,
 ) -> Action | None:
     """:func:`build_action` for the common case, or ``None`` to ask it.
 
-    The common case: a known type, strict JSON without escapes (so nothing
-    to repair or replace) decoding to an object without control fields, and
-    attributes that need no normalising. Everything else returns ``None``
-    before any side effect (the id is claimed last; a duplicate returns
-    ``None`` too, and :func:`build_action` then reports it), so the caller
-    falls back to :func:`build_action`, which decides exactly as before.
+    ``body`` is ``raw_body`` as :func:`strict_object` decodes it: strict
+    JSON, with no lone surrogate to replace. The common case: a known type,
+    a body without control fields or parameters to move, and attributes
+    that need no normalising. Everything else returns ``None`` before any
+    side effect (the id is claimed last; a duplicate returns ``None`` too,
+    and :func:`build_action` then reports it), so the caller falls back to
+    :func:`build_action`, which decides exactly as before.
     """
     action_type = _TYPE_BY_VALUE.get(attrs.get("type", ""))
     if action_type is None or "timeout" in attrs or "retries" in attrs:
         return None
-    body = _strict_object(raw_body)
-    if body is None or (
-        # parameters to move (_tool_parameters)
-        action_type is _TOOL and "parameters" not in body and len(body) > 1
-    ):
-        return None
+    if action_type is _TOOL and "parameters" not in body and len(body) > 1:
+        return None  # parameters to move (_tool_parameters)
     for key in body:  # _CONTROL_SET.isdisjoint(body), without a method call
         if key in _CONTROL_SET:
             return None

@@ -2,16 +2,18 @@
 
 A body is not scanned while it holds no ``</``: it stays one string in the
 parser's buffer, and when its first ``</`` is the usual closing tag with
-only plain JSON before it (no ``'``, no backslash, quotes paired), that is
-where :class:`~._scanner.BodyScanner` would have stopped; any other body is
+only plain JSON and whole strings before it (the scanner's first step,
+:data:`~._scanner.json_run`, reaches it), that is where
+:class:`~._scanner.BodyScanner` would have stopped; any other body is
 handed to the scanner, from its start, and scanned incrementally after.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-from ._scanner import BodyScanner
+from ._actions import strict_object
+from ._scanner import BodyScanner, json_run
 from ._states import State
 from .parser_events import ActionErrorEvent
 
@@ -40,6 +42,7 @@ class OpenBody:
         "attrs",
         "body_start",
         "checked",
+        "decoded",
         "elem_start",
         "open_id",
         "parent",
@@ -58,6 +61,8 @@ class OpenBody:
         self.scanner: BodyScanner | None = None
         self.checked = 0
         self.parts: list[str] = []  # body already scanned by the scanner
+        # An action's body as strict_object decoded it while finding its end.
+        self.decoded: dict[str, Any] | None = None
 
     def open(
         self, parent: State, span: tuple[int, int], attrs: dict[str, str], open_id: str
@@ -69,6 +74,7 @@ class OpenBody:
         self.open_id = open_id
         self.scanner = None
         self.checked = 0
+        self.decoded = None
 
     def end(self, state: State, buf: str, i: int, final: bool) -> tuple[int, int, str | None]:
         """Find the end of the body in ``buf[i:]`` (``state`` is ``ACTION`` or ``FEED``).
@@ -96,7 +102,15 @@ class OpenBody:
                 after = lt + len(close_tag)
                 if buf.find(close_tag, lt, after) == lt:
                     body = buf[i:lt]
-                    if "'" not in body and "\\" not in body and not body.count('"') & 1:
+                    # An action body of strict JSON ends before this `</`
+                    # (the scanner would stop here too), and is decoded once.
+                    if state.close_name == "action":
+                        self.decoded = strict_object(body)
+                        if self.decoded is not None:
+                            return lt, after, body
+                    # Else where the scanner's first step stops: here when
+                    # everything before is plain JSON and whole strings.
+                    if json_run(buf, i).end() == lt:  # type: ignore[union-attr]  # `*` matches
                         return lt, after, body
             scanner = self.scanner = BodyScanner(state.close_name)
         found, index = scanner.scan(buf, i, final)

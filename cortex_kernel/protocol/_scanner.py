@@ -42,6 +42,7 @@ __all__ = [
     "Tag",
     "classify_tag",
     "could_become_tag",
+    "json_run",
     "tag_pattern",
 ]
 
@@ -59,6 +60,8 @@ _TAG_END_RE = re.compile(r"[<>]")
 # double-quoted strings, and ``<`` not followed by ``/``. The scan stops at
 # anything else (``'``, an unfinished string, ``</``) and handles it by hand.
 _JSON_RUN_RE = re.compile(r"""(?:[^"'<]+|"[^"\\]*(?:\\.[^"\\]*)*"|<(?=[^/]))*""", re.DOTALL)
+#: ``json_run(buf, pos)``: the run of such tokens at ``pos`` (the scanner's first step).
+json_run: Final = _JSON_RUN_RE.match
 _IN_DOUBLE_RE = re.compile(r'[\\"]')
 _IN_SINGLE_RE = re.compile(r"[\\']")
 _VALUE_STARTS: Final = frozenset("{[,:")

@@ -49,13 +49,14 @@ done):
 - everything else is one pass with a cursor over the buffer
   (:meth:`Parser._run`), which hands each tag to its handler;
 - a body is not scanned while it holds no ``</``: it stays one string in the
-  buffer, and when its first ``</`` is the usual closing tag with only plain
-  JSON before it, that is where :class:`~._scanner.BodyScanner` would have
-  stopped (:class:`~._body.OpenBody`);
-- an action body of strict JSON is decoded by the C scanner of
-  :mod:`json` and the :class:`Action` built when every field needs no
-  normalising (:func:`~._actions.fast_action`); anything else goes through
-  :func:`~._actions.build_action` and its lenient repairs. Both are called
+  buffer, and when its first ``</`` is the usual closing tag with strict
+  JSON before it (an action's body, decoded there once by the C scanner of
+  :mod:`json`) or plain JSON and whole strings, that is where
+  :class:`~._scanner.BodyScanner` would have stopped (:class:`~._body.OpenBody`);
+- from a body of strict JSON the :class:`Action` is built directly when
+  its attributes need no normalising (:func:`~._actions.fast_action`);
+  anything else goes through :func:`~._actions.build_action` and its
+  lenient repairs. Both are called
   from one place, :meth:`Parser._close_action`, and a test checks that
   they agree on the property-test corpus.
 
@@ -95,7 +96,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ._actions import build_action, build_feed, fast_action
+from ._actions import build_action, build_feed, fast_action, strict_object
 from ._attributes import read_attributes
 from ._body import OpenBody
 from ._scanner import MAX_ATTRS, could_become_tag
@@ -550,7 +551,14 @@ class Parser:
         span = (opened.body_start, span[1])
         body = text
         in_thought = opened.parent is THOUGHT
-        action = fast_action(opened.attrs, body, opened.open_id, in_thought, self._ids)
+        decoded = opened.decoded  # set when finding the end decoded the body
+        if decoded is None:
+            decoded = strict_object(body)
+        action = (
+            None
+            if decoded is None
+            else fast_action(opened.attrs, body, decoded, opened.open_id, in_thought, self._ids)
+        )
         if action is None:
             built = build_action(
                 opened.attrs, body, open_id=opened.open_id, in_thought=in_thought, ids=self._ids

@@ -34,12 +34,14 @@ class _Compared:
         self,
         attrs: dict[str, str],
         raw_body: str,
+        body: dict[str, Any],
         open_id: str,
         in_thought: bool,
         ids: IdAllocator,
     ) -> Any:
+        assert body == _actions.strict_object(raw_body)  # decoded while finding the end, or here
         before = copy.deepcopy(ids)
-        fast = _actions.fast_action(attrs, raw_body, open_id, in_thought, ids)
+        fast = _actions.fast_action(attrs, raw_body, body, open_id, in_thought, ids)
         if fast is None:
             assert ids.seen == before.seen, "a refused action claimed an id"
             return None
@@ -88,3 +90,24 @@ def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> No
         "<action type=tool>{'name': 'n'}</action>"  # not strict JSON: general builder only
     )
     assert _parse_comparing(monkeypatch, text).accepted == 2
+
+
+@pytest.mark.pure_python  # patches a name the compiled parser binds at build time
+def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_escaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What models write in code and documents: \n, \", \\, \u00e9, an emoji as
+    # a surrogate pair. A surrogate escape is left to the general builder,
+    # which replaces a lone one.
+    bodies = [
+        r'{"name": "run", "parameters": {"code": "print(\"hi\")\n", "path": "C:\\tmp"}}',
+        r'{"name": "say", "parameters": {"text": "caf\u00e9 \t tab"}}',
+        r'{"name": "say", "parameters": {"text": "\ud83d\ude00"}}',
+        r'{"name": "say", "parameters": {"text": "\ud800 alone"}}',
+    ]
+    text = "".join(f'<action type="tool">{body}</action>' for body in bodies)
+    assert _parse_comparing(monkeypatch, text).accepted == 2
+    parser = Parser()
+    parsed = [e.action for e in parser.feed(text) if e.type == "action_parsed"]
+    texts = [action.parameters.get("text") for action in parsed]
+    assert texts == [None, "café \t tab", "😀", "\ufffd alone"]
