@@ -26,6 +26,12 @@ dependents with the reason, so nothing ever waits forever.
 A dependency on an id that has not appeared yet is *missing*: the node waits
 until that id is submitted, or until :meth:`Scheduler.end_turn`, which skips
 it. A submission that would close a cycle is rejected (``action_error``).
+
+The dispatch path — :meth:`Scheduler.submit`, ``_worker`` and ``_settle`` —
+is inlined on purpose, past the complexity limits (each says so with a
+``noqa`` marked *hot path*): the dispatch p99 (``cortex-kernel bench
+scheduler``, docs/benchmarks.md) was measured on this shape. Split them only
+with a new measurement; nothing else here is excused.
 """
 
 from __future__ import annotations
@@ -188,7 +194,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ submit
 
-    def submit(self, action: Action) -> ActionNode | None:
+    def submit(self, action: Action) -> ActionNode | None:  # noqa: C901, PLR0912 (hot path)
         """Accept a parsed action and start it as soon as its dependencies allow.
 
         Returns
@@ -467,7 +473,7 @@ class Scheduler:
             if not slot.done():
                 slot.set_result(None)
 
-    async def _worker(self) -> None:
+    async def _worker(self) -> None:  # noqa: C901, PLR0912, PLR0915 (hot path)
         """Run actions one at a time; at most ``max_parallel`` workers exist.
 
         A worker lives in the run's task group and leaves when no awaited
@@ -697,7 +703,7 @@ class Scheduler:
         detail = f": {dep.error}" if dep.error else ""
         return f"dependency '{dep.id}' {verb}{detail}"
 
-    def _settle(
+    def _settle(  # noqa: C901, PLR0912 (hot path)
         self, first: ActionNode, state: NodeState, *, reason: str = "", emit: bool = True
     ) -> None:
         # Iterative, so a failure at the head of a 10,000-long chain cannot
