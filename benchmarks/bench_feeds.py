@@ -42,7 +42,9 @@ from cortex_kernel.agent import build_session
 from cortex_kernel.bench import percentile
 from cortex_kernel.llm.prompt import ProtocolPrompt
 from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, source_fetcher
+from cortex_kernel.runtime.limits import Limits
 from cortex_kernel.runtime.ports import FeedSlot, PromptContext
+from cortex_kernel.runtime.tools import ToolRegistry
 
 TURNS = 20
 TURN_S = 0.05
@@ -86,9 +88,15 @@ async def _run_20_turns(spec: FeedSpec, folder: Path) -> dict[str, Any]:
     path = folder / f"{spec.type}.jsonl"
     path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
     CALLS["n"] = 0
-    session = build_session(f"replay:{path}", transcript_dir=folder, feeds=FeedRegistry([spec]))
-    session.tools.register(work)
-    session.limits = session.limits.model_copy(update={"max_turns": TURNS + 5})
+    tools = ToolRegistry()
+    tools.register(work)
+    session = build_session(
+        f"replay:{path}",
+        transcript_dir=folder,
+        feeds=FeedRegistry([spec]),
+        tools=tools,
+        limits=Limits(max_turns=TURNS + 5),
+    )
     started = time.perf_counter()
     result = await session.run("watch the quote")
     seconds = time.perf_counter() - started

@@ -38,7 +38,7 @@ from cortex_kernel.bench import percentile
 from cortex_kernel.executors.relic import RelicRegistry
 from cortex_kernel.executors.relic_base import RelicPlace
 from cortex_kernel.executors.relic_python import SqliteStore
-from cortex_kernel.manifest import RelicSpec
+from cortex_kernel.executors.relic_spec import PythonRelicSpec, SqliteRelicSpec
 from cortex_kernel.runtime.tools import ToolRegistry
 
 
@@ -88,9 +88,9 @@ async def relic_call_overhead(n: int = 5000) -> dict[str, Any]:
     place = RelicPlace(base=folder, workspace=folder)
     registry = RelicRegistry()
     registry.declare(
-        RelicSpec(name="counter", kind="python", target="cortex_bench_relics:Counter"), place
+        PythonRelicSpec(name="counter", kind="python", target="cortex_bench_relics:Counter"), place
     )
-    registry.declare(RelicSpec(name="store", kind="sqlite"), place)
+    registry.declare(SqliteRelicSpec(name="store", kind="sqlite"), place)
     tools = ToolRegistry()
     tools.register(noop)
     tool = tools.get("noop")

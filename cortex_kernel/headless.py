@@ -92,7 +92,7 @@ def run_headless(
         except CortexError as exc:
             print(f"cortex-kernel run: {exc}", file=sys.stderr)
             return 2
-        note = getattr(session.model, "note", None)
+        note = getattr(session.config.model, "note", None)
         if note:
             print(f"note: {note}", file=sys.stderr)
 

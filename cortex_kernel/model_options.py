@@ -23,25 +23,47 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .exceptions import ConfigError
 
 __all__ = [
+    "PROTOCOLS",
     "ModelOptions",
+    "ProtocolName",
     "add_model_arguments",
     "options_from_args",
     "parse_model_line",
+    "protocol_named",
 ]
 
-Protocol = Literal["xml", "tools"]
+#: How the model acts: protocol text (``xml``) or native function calling (``tools``).
+ProtocolName = Literal["xml", "tools"]
+#: Every :data:`ProtocolName`, the default first.
+PROTOCOLS: tuple[ProtocolName, ...] = get_args(ProtocolName)
 Constrain = Literal["auto", "grammar", "off"]
 _CHOICES: dict[str, list[str]] = {
-    "protocol": ["xml", "tools"],
-    "constrain": ["auto", "grammar", "off"],
+    "protocol": list(PROTOCOLS),
+    "constrain": list(get_args(Constrain)),
 }
+
+
+def protocol_named(value: str | None) -> ProtocolName:
+    """``value`` as a :data:`ProtocolName` (``None`` means ``xml``).
+
+    Raises
+    ------
+    ConfigError
+        Anything but ``xml`` or ``tools``.
+    """
+    if value is None:
+        return "xml"
+    for name in PROTOCOLS:
+        if value == name:
+            return name
+    raise ConfigError(f"Unknown protocol {value!r}: use 'xml' or 'tools' (--protocol).")
 
 
 class ModelOptions(BaseModel):
@@ -87,7 +109,7 @@ class ModelOptions(BaseModel):
     api_base: str | None = Field(
         default=None, description="endpoint of an OpenAI-compatible server, http://host:port/v1"
     )
-    protocol: Protocol | None = Field(
+    protocol: ProtocolName | None = Field(
         default=None, description="xml (protocol text, default) or tools (function calling)"
     )
     timeout: float | None = Field(

@@ -10,7 +10,6 @@ tools are checked against the JSON Schema their entry declares.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import json
 from collections.abc import Callable, Mapping, MutableMapping
@@ -31,6 +30,7 @@ from .manifest import (
     DockerTool,
     SandboxBuiltin,
 )
+from .names import import_target
 from .runtime.docstrings import summary
 from .runtime.tools import Tool, ToolRegistry, schema_model
 
@@ -38,16 +38,7 @@ __all__ = ["build_tools", "docker_engine"]
 
 
 def _import(target: str, where: str) -> Callable[..., Any]:
-    module_name, _, attribute = target.partition(":")
-    try:
-        value: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{where}: cannot import module {module_name!r}: {exc}") from None
-    for part in attribute.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ConfigError(f"{where}: module {module_name!r} has no {attribute!r}") from None
+    value = import_target(target, where=where)
     if not callable(value):
         raise ConfigError(f"{where}: {target!r} is not callable")
     return value  # type: ignore[no-any-return]

@@ -6,13 +6,16 @@ blocks included) and any rule it breaks; ``tests/test_layers.py`` asserts
 there is none. The layers, lowest first (a module may import its own layer's
 package or a lower layer, never a higher one)::
 
-    base        exceptions, safejson, redaction, lazy_exports, model_options,
-                manifest
+    base        exceptions, safejson, redaction, lazy_exports, model_options, names
     protocol    sans-IO parser (imports only base)
     runtime     scheduler, loop, session, ports
     executors   llm           (adapters behind runtime's ports; never each other)
-    composition agent (the composition root), toolset (manifest tools -> registry)
+    composition agent (the composition root), toolset (manifest tools -> registry),
+                manifest (the file format, parsed into runtime and executor types)
     front ends  jupyter, evaluation, cli, headless, demo, bench
+
+The manifest is read at the edge: only the composition and the front ends
+import it (:data:`MANIFEST_READERS`), never the runtime or the executors.
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ LAYERS: dict[str, int] = {
     "redaction": 0,
     "model_options": 0,
     "lazy_exports": 0,
-    "manifest": 0,
+    "names": 0,
     "protocol": 1,
     "runtime": 2,
     "executors": 3,
     "llm": 3,
     "agent": 4,
     "toolset": 4,
+    "manifest": 4,
     "jupyter": 5,
     "evaluation": 5,
     "cli": 5,
@@ -51,6 +55,11 @@ LAYERS: dict[str, int] = {
 
 #: Layers whose packages must not import each other (the adapters behind the ports).
 PEERS_APART = frozenset({1, 2, 3})
+
+#: The only packages that may import the manifest (the composition root and the front ends).
+MANIFEST_READERS = frozenset(
+    {"agent", "toolset", "manifest", *(name for name, layer in LAYERS.items() if layer == 5)}
+)
 
 
 def module_name(path: Path) -> str:
@@ -156,6 +165,8 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
             dst = layer_key(target)
             if src == dst:
                 continue
+            if dst == "manifest" and src not in MANIFEST_READERS:
+                problems.append(f"the manifest is read at the edge only: {source} imports {target}")
             if LAYERS[dst] > LAYERS[src]:
                 problems.append(f"upward import: {source} ({src}) imports {target} ({dst})")
             elif LAYERS[dst] == LAYERS[src] and LAYERS[src] in PEERS_APART:

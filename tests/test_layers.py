@@ -1,5 +1,7 @@
 """The layering: protocol <- runtime <- executors/llm <- agent <- front ends, no cycle.
 
+The manifest is read at the edge: the runtime and the executors never import it.
+
 Checked on the import graph of every module (lazy imports included) by
 ``scripts/import_graph.py``, which also prints it.
 """
@@ -44,3 +46,24 @@ def test_the_check_sees_an_upward_import() -> None:
     problems = graph.violations(edges)
     assert any(p.startswith("upward import: cortex_kernel.runtime.loop") for p in problems)
     assert any(p.startswith("import cycle:") for p in problems)
+
+
+def test_the_runtime_and_the_executors_never_import_the_manifest() -> None:
+    graph = _script()
+    edges = graph.graph()
+    readers = {
+        source
+        for source, targets in edges.items()
+        if any(
+            t == "cortex_kernel.manifest" or t.startswith("cortex_kernel.manifest.")
+            for t in targets
+        )
+    }
+    assert readers, "the walk found the manifest's readers"
+    assert not {graph.layer_key(source) for source in readers} & {"runtime", "executors", "llm"}
+    # And the check says so when one does (at whatever layer the manifest sits).
+    edges["cortex_kernel.executors.relic"] = {"cortex_kernel.manifest.agents"}
+    problems = graph.violations(edges)
+    assert "the manifest is read at the edge only: cortex_kernel.executors.relic imports " in (
+        "".join(problems)
+    )

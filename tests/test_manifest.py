@@ -171,10 +171,11 @@ def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
         "tools:\n  - {name: count, command: [wc, -c]}\n",
     )
     session = build_session(manifest=path)
-    assert session.agent_name == "helper" and session.instructions == "Be brief."
-    assert session.limits.max_turns == 2 and session.allowed_internal == {"set_variable"}
+    config = session.config
+    assert config.agent_name == "helper" and config.instructions == "Be brief."
+    assert config.limits.max_turns == 2 and config.allowed_internal == {"set_variable"}
     assert [tool.name for tool in session.tools] == ["count"]
-    assert session.llm_models == {"openai/gpt-4o-mini"}
+    assert config.llm_models == {"openai/gpt-4o-mini"}
     with pytest.raises(ConfigError, match="there is no manifest"):
         build_session(model=f"replay:{tmp_path / 't.jsonl'}", agent="helper")
 
@@ -182,7 +183,9 @@ def test_build_session_applies_the_manifest(tmp_path: Path) -> None:
 def test_a_callable_that_cannot_be_imported_names_the_entry(tmp_path: Path) -> None:
     turns = write(tmp_path, "t.jsonl", json.dumps({"content": "<response>hi</response>"}) + "\n")
     path = write(tmp_path, "a.yaml", "tools:\n  - {name: f, callable: 'no_such_module_x:f'}\n")
-    with pytest.raises(ConfigError, match=r"a.yaml tools\[0\]: cannot import module"):
+    with pytest.raises(
+        ConfigError, match=r"a.yaml tools\[0\]: cannot load callable .*: cannot import module"
+    ):
         build_session(model=f"replay:{turns}", manifest=path)
 
 
@@ -225,12 +228,13 @@ def test_declared_sub_agents_relics_workflows_and_feeds_are_never_silent(tmp_pat
     )
     session = build_session(manifest=path)
     assert [spec.id for spec in session.feeds.specs] == ["news"]
-    check = session.executors[ActionType.RELIC].check
+    check = session.config.executors[ActionType.RELIC].check
     message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "db"}), None)  # type: ignore[arg-type]
     assert message is not None and 'needs an "operation"' in message and "keys" in message
     message = check(Action(type=ActionType.RELIC, id="a1", body={"name": "dbs"}), None)  # type: ignore[arg-type]
     assert message == "unknown relic 'dbs'; did you mean 'db'? relics: db"
-    assert ActionType.RELIC in session.executors and ActionType.WORKFLOW not in session.executors
+    executors = session.config.executors
+    assert ActionType.RELIC in executors and ActionType.WORKFLOW not in executors
 
 
 # "Billion laughs": 10^9 values in a few hundred bytes, under a field that takes any data.

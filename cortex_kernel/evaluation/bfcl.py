@@ -62,10 +62,10 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..model_options import ModelOptions
+from ..model_options import ModelOptions, protocol_named
 from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
-from ..runtime.tools import Tool
+from ..runtime.tools import Tool, ToolRegistry
 from .runner import Progress, TaskResult, absorb, end_line, start_line
 
 __all__ = [
@@ -637,17 +637,10 @@ async def run_case(
     from ..agent import build_session
 
     result = TaskResult(id=case.id, category=case.category, sample=sample)
-    session = build_session(
-        model=model,
-        protocol=protocol,
-        options=options,
-        namespace={},
-        limits=limits.model_copy(update={"max_turns": 1}),
-        transcript_dir=transcript_dir,
-    )
+    tools = ToolRegistry()
     for offered in data.tools(case):
         function = offered["function"]
-        session.tools.add(
+        tools.add(
             Tool(
                 name=function["name"],
                 description=function.get("description", ""),
@@ -656,6 +649,15 @@ async def run_case(
                 source=f"BFCL case {case.id}",
             )
         )
+    session = build_session(
+        model=model,
+        protocol=protocol,
+        options=options,
+        namespace={},
+        limits=limits.model_copy(update={"max_turns": 1}),
+        tools=tools,
+        transcript_dir=transcript_dir,
+    )
     started = time.perf_counter()
     async with session:
         run = await session.run(case.message)
@@ -688,9 +690,9 @@ async def run_bfcl(
     transcript_dir: Path | None = None,
 ) -> list[TaskResult]:
     """Run every case ``samples`` times; report each as it ends through ``progress``."""
-    from ..agent import resolve
+    from ..llm import resolve_model
 
-    shared = resolve(model, protocol, options)
+    shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
     folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
     chosen = limits or Limits()
     results: list[TaskResult] = []

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model_options import ModelOptions
+from ..model_options import ModelOptions, protocol_named
 from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
+from ..runtime.tools import ToolRegistry
 from .suite import Suite, Task
 
 __all__ = ["Progress", "TaskResult", "absorb", "end_line", "run_suite", "run_task", "start_line"]
@@ -154,17 +155,18 @@ async def run_task(
         return result
     namespace: dict[str, Any] = dict(suite.tools)
     before = dict(namespace)
-    limits = Limits.model_validate(suite.limits)
+    tools = ToolRegistry()
+    for name, function in suite.tools.items():
+        tools.register(function, name=name)
     session = build_session(
         model=model,
         protocol=protocol,
         options=options,
         namespace=namespace,
-        limits=limits,
+        limits=Limits.model_validate(suite.limits),
+        tools=tools,
         transcript_dir=transcript_dir,
     )
-    for name, function in suite.tools.items():
-        session.tools.register(function, name=name)
     started = time.perf_counter()
     last: RunResult | None = None
     written = ""
@@ -212,9 +214,9 @@ async def run_suite(
     transcript_dir: Path | None = None,
 ) -> list[TaskResult]:
     """Run every task ``samples`` times; report each as it ends through ``progress``."""
-    from ..agent import resolve
+    from ..llm import resolve_model
 
-    shared = resolve(model, protocol, options)
+    shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
     folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
     results: list[TaskResult] = []
     total = len(suite.tasks) * samples

@@ -37,11 +37,12 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..exceptions import ConfigError
+from ..model_options import PROTOCOLS, ProtocolName
 from ..runtime.limits import Limits
 from ..runtime.tools import TOOL_MARK
 
@@ -51,9 +52,6 @@ __all__ = ["DEFAULT_SUITE", "Check", "Suite", "Task", "load_suite"]
 DEFAULT_SUITE = Path(__file__).with_name("suites") / "default.yaml"
 
 # Thousands separators only between groups of three digits: "7 8" is two numbers.
-Protocol = Literal["xml", "tools"]
-_PROTOCOLS: tuple[Protocol, ...] = ("xml", "tools")
-
 _NUMBER = re.compile(r"-?\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
 
 
@@ -118,7 +116,7 @@ class Task(BaseModel):
     check: list[Check]
     tools: list[str] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)
-    protocols: list[Protocol] = Field(default_factory=lambda: list(_PROTOCOLS))
+    protocols: list[ProtocolName] = Field(default_factory=lambda: list(PROTOCOLS))
 
     @field_validator("check", mode="before")
     @classmethod

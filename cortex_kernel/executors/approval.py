@@ -6,7 +6,9 @@ events (``approval_requested``, ``approval_decided``), so every decision is
 in the transcript, and asks the context's :class:`Approver`. The notebook's
 approver waits for the live view's Approve / Deny buttons; a headless run
 approves only with ``--yes`` (:class:`ApproveAll`) and otherwise has no
-approver, which refuses the call. A waiting approval is an ordinary
+approver, which refuses the call. The approver is the run's
+(:attr:`~cortex_kernel.runtime.ports.SessionConfig.approver`), the same in
+its sub-agents' runs. A waiting approval is an ordinary
 ``await``: interrupting the run cancels it.
 
 Each request has a :attr:`~ApprovalRequest.token` of its own (action ids
@@ -22,13 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..exceptions import CortexError
 from ..redaction import Redactor
-from ..runtime.ports import ExecutionContext
+from ..runtime.ports import ApprovalRequest, Approver, ExecutionContext
 from ..runtime.run_events import ApprovalDecided, ApprovalRequested, scope_prefix, scoped_emit
 
 __all__ = [
@@ -56,48 +56,6 @@ def approval_digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """One call waiting for a decision.
-
-    Attributes
-    ----------
-    action_id
-        The action's id as the run's events name it (``w1/a1`` for step
-        ``a1`` of workflow action ``w1``; a sub-agent's own run names its
-        actions without its parent's prefix).
-    tool
-        What runs: a tool's name, or ``RELIC.OPERATION``.
-    kind
-        The tool's kind (``command``, ``docker``, ``python``…) or ``relic``.
-    parameters
-        The exact parameters the call gets.
-    token
-        Unique to this request: answers name it.
-    text, digest
-        What a human is shown (:func:`approval_text` of the parameters with
-        secrets masked) and its :func:`approval_digest`.
-    """
-
-    action_id: str
-    tool: str
-    kind: str
-    parameters: dict[str, Any]
-    token: str = field(default_factory=lambda: secrets.token_hex(16))
-    text: str = ""
-    digest: str = ""
-
-
-class Approver(Protocol):
-    """Decides whether a call may run (``True``) or not."""
-
-    by: str
-
-    async def __call__(self, request: ApprovalRequest) -> bool:
-        """Return the decision for ``request``."""
-        ...
-
-
 class ApproveAll:
     """Approves every call (``cortex-kernel run --yes``)."""
 
@@ -123,7 +81,7 @@ async def ask_approval(
     Parameters
     ----------
     context
-        The run's context: its ``approver`` (``extra``), ``emit`` and ``clock``.
+        The run's context: its configuration's ``approver``, ``emit`` and ``clock``.
     action_id
         The action's id in its own run (the scope of a running workflow is added).
     name, kind
@@ -140,7 +98,7 @@ async def ask_approval(
     CortexError
         ``error``: no approver, or denied.
     """
-    approver: Approver | None = context.extra.get("approver")
+    approver: Approver | None = context.config.approver
     if approver is None:
         raise error(
             f"{what} needs a human's approval (confirm: true) and nobody can "

@@ -38,9 +38,11 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ToolError
 from .command import CommandResult
+from .memory import MEMORY_PATTERN
 
 __all__ = [
     "LABEL",
@@ -48,6 +50,7 @@ __all__ = [
     "OWNER_LABEL",
     "ContainerSpec",
     "DockerEngine",
+    "DockerSpec",
     "docker_client",
     "owner",
     "remove_container",
@@ -97,6 +100,31 @@ def sweep_orphans(client: Any) -> int:
                 client.api.remove_container(found["Id"], force=True)
                 removed += 1
     return removed
+
+
+class DockerSpec(BaseModel):
+    """A container as configured (a Docker tool's or relic's ``docker:``): image, command, limits.
+
+    The defaults are the hardened ones; :class:`ContainerSpec` adds what the
+    call decides (network, mounts, labels of ours).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str | None = Field(
+        default=None, min_length=1, description="none: the sandbox image built on this machine"
+    )
+    command: list[str] = Field(min_length=1)
+    memory: str = Field(default="256m", pattern=MEMORY_PATTERN)
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=64, ge=8)
+    user: str = "65534:65534"
+    tmpfs_size: str = Field(default="16m", pattern=MEMORY_PATTERN)
+    env: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra container labels (cortex-kernel=tool is always set)",
+    )
 
 
 @dataclass

@@ -59,8 +59,8 @@ class InternalExecutor(Executor):
         name = action.name
         if name not in INTERNAL_ACTIONS:
             return f"unknown internal action '{name}'; known: {', '.join(sorted(INTERNAL_ACTIONS))}"
-        if name not in context.allowed_internal:
-            allowed = ", ".join(sorted(context.allowed_internal)) or "none"
+        if name not in context.config.allowed_internal:
+            allowed = ", ".join(sorted(context.config.allowed_internal)) or "none"
             message = (
                 f"internal action '{name}' is not allowed for this agent (the manifest blocks "
                 f"it; allowed: {allowed})"

@@ -30,7 +30,7 @@ __all__ = ["LLMExecutor"]
 
 def model_refusal(name: str | None, context: ExecutionContext) -> str | None:
     """Why an ``llm`` action may not use the model ``name``, or ``None``."""
-    current = str(getattr(context.model(), "name", ""))
+    current = str(getattr(context.config.model, "name", ""))
     if not name or name == current:
         return None
     if name.startswith("replay:"):
@@ -48,9 +48,9 @@ def model_refusal(name: str | None, context: ExecutionContext) -> str | None:
             f"an llm action cannot use '{name}': a replay session's llm actions may replay "
             f"only files beside its own replay (in {folder})"
         )
-    if name in context.llm_models:
+    if name in context.config.llm_models:
         return None
-    listed = ", ".join(sorted(context.llm_models)) or "none"
+    listed = ", ".join(sorted(context.config.llm_models)) or "none"
     return (
         f"an llm action cannot use model '{name}': it may use the agent's model ({current}; "
         f'leave "model" out) or the models the manifest lists (llm_models: {listed})'
@@ -64,7 +64,7 @@ def _replay_file(spec: str) -> Path | None:
 
 
 def _model_for(name: str | None, context: ExecutionContext) -> Model:
-    current = context.model()
+    current = context.config.model
     refusal = model_refusal(name, context)
     if refusal is not None:  # checked at submission too; a $reference may have changed it
         raise ConfigError(refusal)
@@ -73,11 +73,12 @@ def _model_for(name: str | None, context: ExecutionContext) -> Model:
     if name.startswith("replay:"):  # open the very file checked, whatever the working directory
         query = name.partition("?")[1:]
         name = f"replay:{_replay_file(name)}{''.join(query)}"
-    if context.resolve_model is None:
+    resolve = context.config.resolve_model
+    if resolve is None:
         raise ConfigError(
             f"cannot switch an llm action to model '{name}': no model resolver is installed"
         )
-    return context.resolve_model(name)
+    return resolve(name)
 
 
 class LLMExecutor(Executor):

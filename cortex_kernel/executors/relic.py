@@ -38,7 +38,6 @@ import anyio
 import anyio.to_thread
 
 from ..exceptions import RelicCrashed, RelicError, UnknownActionError
-from ..manifest import RelicSpec
 from ..protocol.models import Action
 from ..protocol.parser_events import Warning
 from ..runtime.ports import ExecutionContext, Executor
@@ -46,6 +45,7 @@ from ..runtime.run_events import scoped_emit
 from ..runtime.tools import closest_names
 from .approval import ask_approval
 from .relic_base import NO_PARAMETERS, Relic, RelicPlace
+from .relic_spec import PythonRelicSpec, RelicSpec, ServerRelicSpec, SqliteRelicSpec
 
 __all__ = [
     "RelicExecutor",
@@ -68,11 +68,11 @@ class RelicState(StrEnum):
 
 def make_relic(spec: RelicSpec, place: RelicPlace) -> Relic:
     """The :class:`Relic` for ``spec`` (its kind's module is imported on first use)."""
-    if spec.kind in ("python", "sqlite"):
+    if isinstance(spec, PythonRelicSpec | SqliteRelicSpec):
         from .relic_python import PythonRelic
 
         return PythonRelic(spec, place)
-    if spec.kind == "server":
+    if isinstance(spec, ServerRelicSpec):
         from .relic_server import ServerRelic
 
         return ServerRelic(spec, place)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import RelicError, ToolError
-from ..manifest import RelicSpec
 from ..runtime.tools import Tool
+from .relic_spec import DockerRelicSpec, RelicSpec, ServerRelicSpec
 
 if TYPE_CHECKING:
     from .docker import DockerEngine
@@ -53,7 +53,7 @@ class Relic(ABC):
     Parameters
     ----------
     spec
-        Its manifest entry.
+        What it is (its manifest entry).
     place
         Where its files and containers go.
     """
@@ -73,9 +73,11 @@ class Relic(ABC):
 
     def operations(self) -> dict[str, dict[str, Any]]:
         """Operation name -> ``{"description", "parameters"}`` (JSON Schema)."""
+        spec = self.spec
+        declared = spec.operations if isinstance(spec, ServerRelicSpec | DockerRelicSpec) else {}
         return {
             op: {"description": o.description, "parameters": o.parameters}
-            for op, o in self.spec.operations.items()
+            for op, o in declared.items()
         }
 
     def validate(self, operation: str, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from .docker import (
 )
 from .images import sandbox_image
 from .relic_base import Relic
+from .relic_spec import DockerRelicSpec
 
 __all__ = ["OWNER_LABEL", "DockerRelic", "owner", "sweep_orphans"]
 
@@ -50,6 +51,7 @@ class DockerRelic(Relic):
 
     kind = "docker"
     slow_alive = True
+    spec: DockerRelicSpec
 
     _container: Any = None
     _client: Any = None
@@ -57,7 +59,6 @@ class DockerRelic(Relic):
     def container_spec(self, image: str) -> ContainerSpec:
         """The hardened container of this relic (the Docker tools' defaults)."""
         spec = self.spec
-        assert spec.docker is not None  # the manifest checked it
         mounted = spec.workspace != "none"
         return ContainerSpec(
             image,
@@ -81,7 +82,6 @@ class DockerRelic(Relic):
 
     async def start(self) -> None:
         """Create and start the container; ready once the engine says it runs."""
-        assert self.spec.docker is not None
         engine = self.place.docker
         try:
             image = self.spec.docker.image or await sandbox_image(engine)
@@ -137,7 +137,7 @@ class DockerRelic(Relic):
     async def call(self, operation: str, parameters: dict[str, Any]) -> Any:
         """``docker exec`` the operation's command with ``$CORTEX_PARAMETERS``."""
         command = self.spec.operations[operation].command
-        assert command is not None and self.spec.docker is not None
+        assert command is not None  # every operation of a docker relic has one
         result = await anyio.to_thread.run_sync(
             self._exec, list(command), json.dumps(parameters), abandon_on_cancel=True
         )
@@ -151,7 +151,6 @@ class DockerRelic(Relic):
     def _exec(self, command: list[str], parameters: str) -> tuple[int, bytes, bytes]:
         import docker.errors
 
-        assert self.spec.docker is not None
         try:
             code, (out, err) = self._container.exec_run(
                 command,
@@ -180,8 +179,3 @@ class DockerRelic(Relic):
     def detail(self) -> str:
         """The container's short id."""
         return f"container {self._container.short_id}" if self._container is not None else ""
-
-    @property
-    def container_id(self) -> str | None:
-        """The container's id while it runs."""
-        return self._container.id if self._container is not None else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import inspect
 import json
 import queue
@@ -32,11 +31,12 @@ import sniffio
 from pydantic import ValidationError
 
 from ..exceptions import RelicError
-from ..manifest import RelicSpec
+from ..names import import_target
 from ..runtime.docstrings import summary
 from ..runtime.tools import schema_model
 from .files import Workspace
 from .relic_base import Relic, RelicPlace
+from .relic_spec import PythonRelicSpec, SqliteRelicSpec
 
 __all__ = ["PythonRelic", "SqliteStore"]
 
@@ -141,13 +141,7 @@ class _Worker:
 
 
 def _load_class(target: str, where: str) -> type:
-    module_name, _, attribute = target.partition(":")
-    try:
-        value: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as exc:
-        raise RelicError(f"{where}: cannot load class {target!r}: {exc}") from None
+    value = import_target(target, what="class", where=where, error=RelicError)
     if not inspect.isclass(value):
         raise RelicError(f"{where}: {target!r} is not a class")
     return value
@@ -189,10 +183,12 @@ class PythonRelic(Relic):
 
     kind = "python"
 
-    def __init__(self, spec: RelicSpec, place: RelicPlace) -> None:
+    spec: PythonRelicSpec | SqliteRelicSpec
+
+    def __init__(self, spec: PythonRelicSpec | SqliteRelicSpec, place: RelicPlace) -> None:
         super().__init__(spec, place)
         where = f"{place.source} relics '{spec.name}'"
-        if spec.kind == "sqlite":
+        if isinstance(spec, SqliteRelicSpec):
             self.cls: type = SqliteStore
             workspace = Workspace(place.workspace)
             try:
@@ -201,7 +197,6 @@ class PythonRelic(Relic):
                 raise RelicError(f"{where}: {exc}") from None
             self.kwargs: dict[str, Any] = {"path": str(path)}
         else:
-            assert spec.target is not None  # the manifest checked it
             self.cls = _load_class(spec.target, where)
             self.kwargs = dict(spec.options)
         self._methods: dict[str, tuple[dict[str, Any], Any, str]] = {

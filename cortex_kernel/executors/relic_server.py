@@ -40,6 +40,7 @@ from ..exceptions import RelicCrashed, RelicError
 from .child_env import child_environment
 from .command import decode_output
 from .relic_base import Relic
+from .relic_spec import ServerRelicSpec
 
 __all__ = ["ServerRelic"]
 
@@ -65,6 +66,7 @@ class ServerRelic(Relic):
     """A ``server`` relic: ``command`` serving HTTP/JSON on a port chosen at start."""
 
     kind = "server"
+    spec: ServerRelicSpec
 
     _process: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
@@ -78,7 +80,6 @@ class ServerRelic(Relic):
     async def start(self) -> None:
         """Start the process and wait until its health check answers."""
         spec = self.spec
-        assert spec.command is not None  # the manifest checked it
         self.port = port = _free_port()
         argv = [part.replace("{port}", str(port)) for part in spec.command]
         # Not the kernel's environment: its secrets stay out of the server's reach.

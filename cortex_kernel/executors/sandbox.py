@@ -19,8 +19,9 @@ from ..exceptions import ToolError
 from .command import command_output, run_command
 from .docker import ContainerSpec, DockerEngine, run_container
 from .images import sandbox_image
+from .memory import memory_bytes
 
-__all__ = ["memory_bytes", "run_code"]
+__all__ = ["run_code"]
 
 _LAUNCHER = (
     "import os, resource, sys\n"
@@ -28,16 +29,6 @@ _LAUNCHER = (
     "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
     "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
-
-_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-
-
-def memory_bytes(text: str) -> int:
-    """``"512m"`` as bytes (Docker's notation)."""
-    unit = text[-1].lower()
-    if unit in _UNITS:
-        return int(text[:-1]) * _UNITS[unit]
-    return int(text)
 
 
 def _argv(language: Literal["python", "shell"], code: str, python: str) -> list[str]:

@@ -1,9 +1,10 @@
 """``agent`` actions: a nested run of another agent of the manifest (docs/protocol.md#actions).
 
 ``{"name": AGENT, "message": TEXT}`` runs AGENT's own loop — its model,
-prompt, tools and limits — in a fresh session made by the composition root,
-and its final answer is the action's result. Every event of the nested run
-is forwarded into the parent run with the action's id as its ``parent`` and
+prompt, tools and limits — in a fresh session that the composition root
+derives from the calling run's configuration (the same approver), and its
+final answer is the action's result. Every event of the nested run is
+forwarded into the parent run with the action's id as its ``parent`` and
 as a prefix of its action ids (``critic/a1``), so the transcript holds the
 whole tree and the view draws the nested run as a subtree. The nested run is
 awaited inside the action, so cancelling the parent (an interrupt, a limit)
@@ -20,15 +21,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..exceptions import ActionError
-from ..protocol.models import Action, ActionType
-from ..runtime.ports import ExecutionContext, Executor
+from ..protocol.models import Action
+from ..runtime.ports import ExecutionContext, Executor, SessionConfig
 from ..runtime.run_events import action_scope, nest_event, scoped_emit
 from ..runtime.session import Session
 
 __all__ = ["AgentExecutor", "SessionFactory"]
 
-#: Makes a fresh session of the named sub-agent (the composition root provides it).
-SessionFactory = Callable[[str], Session]
+#: ``factory(name, caller)``: a fresh session of the sub-agent ``name``, its
+#: configuration derived from the calling run's ``caller`` (the composition
+#: root provides it).
+SessionFactory = Callable[[str, SessionConfig], Session]
 
 
 class AgentExecutor(Executor):
@@ -39,15 +42,15 @@ class AgentExecutor(Executor):
     agents
         The sub-agents this agent may call, name -> description.
     factory
-        Makes a fresh session of a sub-agent.
-    max_depth
-        The deepest nesting allowed (a cell's run is depth 0).
+        Makes a fresh session of a sub-agent from the caller's configuration.
+
+    The deepest nesting allowed is the run's ``limits.max_depth`` (a cell's
+    run is depth 0).
     """
 
-    def __init__(self, agents: Mapping[str, str], factory: SessionFactory, max_depth: int) -> None:
+    def __init__(self, agents: Mapping[str, str], factory: SessionFactory) -> None:
         self.agents = dict(agents)
         self.factory = factory
-        self.max_depth = max_depth
 
     def check(self, action: Action, context: ExecutionContext) -> str | None:
         """Unknown sub-agent, missing message or too deep: an ``action_error``."""
@@ -59,10 +62,10 @@ class AgentExecutor(Executor):
             action.body.get("message"), str
         ):
             return f'agent action needs a "message" string for {name}'
-        if context.depth + 1 > self.max_depth:
+        most = context.config.limits.max_depth
+        if context.depth + 1 > most:
             return (
-                f"agent '{name}' not started: nesting depth limit {self.max_depth} reached "
-                "(limits.max_depth)"
+                f"agent '{name}' not started: nesting depth limit {most} reached (limits.max_depth)"
             )
         return None
 
@@ -72,10 +75,7 @@ class AgentExecutor(Executor):
         message = body.get("message")
         if not isinstance(message, str):
             raise ActionError(f'agent action needs a "message" string for {name}')
-        session = self.factory(name)
-        nested = session.executors.get(ActionType.AGENT)
-        if isinstance(nested, AgentExecutor):  # the whole subtree stays within our limit
-            nested.max_depth = min(nested.max_depth, self.max_depth)
+        session = self.factory(name, context.config)
 
         emit = scoped_emit(context.emit)  # within the workflow this action may be a step of
 

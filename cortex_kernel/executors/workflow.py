@@ -1,4 +1,4 @@
-"""``workflow`` actions: a named, parameterised DAG of steps from the manifest (docs/manifest.md).
+"""``workflow`` actions: a named, parameterised DAG of steps (docs/manifest.md).
 
 ``{"name": WORKFLOW, "parameters": {...}}`` runs the workflow's steps — each
 an action of any type with ``depends_on`` and ``$param`` / ``$step``
@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..exceptions import ActionError
-from ..manifest import WorkflowSpec
+from ..names import NAME_PATTERN
 from ..protocol.models import Action, ActionMode, ActionType
 from ..runtime.nodes import NodeState
 from ..runtime.ports import ExecutionContext, Executor
@@ -30,7 +31,56 @@ from ..runtime.run_events import action_scope, scoped_emit
 from ..runtime.scheduler import Scheduler
 from ..runtime.variables import VariableStore
 
-__all__ = ["WorkflowExecutor"]
+__all__ = ["WorkflowExecutor", "WorkflowSpec", "WorkflowStep"]
+
+
+class WorkflowStep(BaseModel):
+    """One step of a workflow: an action body with its type."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=NAME_PATTERN)
+    type: Literal["tool", "llm", "agent", "relic", "workflow"]
+    body: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class WorkflowSpec(BaseModel):
+    """A named, parameterised DAG of steps (a manifest's ``workflows:`` entry).
+
+    ``parameters`` maps each parameter to its default (``null``: required);
+    steps read them as ``$name`` and each other's results as ``$step_id``.
+    ``outputs`` names the steps whose results make the workflow's result
+    (default: the steps nothing depends on).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    steps: list[WorkflowStep] = Field(min_length=1)
+    outputs: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_steps(self) -> WorkflowSpec:
+        ids = [step.id for step in self.steps]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"workflow '{self.name}': step ids repeat: {', '.join(repeated)}")
+        unknown = [
+            f"{step.id} depends on '{dep}'"
+            for step in self.steps
+            for dep in step.depends_on
+            if dep not in ids
+        ] + [f"output '{out}'" for out in self.outputs if out not in ids]
+        if unknown:
+            raise ValueError(
+                f"workflow '{self.name}' names steps it does not have: {'; '.join(unknown)} "
+                f"(steps: {', '.join(ids)})"
+            )
+        return self
+
 
 # The workflows running in this task, outermost first (to refuse recursion).
 _ACTIVE: ContextVar[tuple[str, ...]] = ContextVar("cortex_workflows", default=())
@@ -42,7 +92,7 @@ class WorkflowExecutor(Executor):
     Parameters
     ----------
     workflows
-        The manifest's workflows by name.
+        The workflows by name.
     max_parallel
         Steps running at once within one workflow.
     """

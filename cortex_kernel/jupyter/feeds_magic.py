@@ -80,7 +80,7 @@ def feeds_magic(line: str) -> None:
             feeds.add(spec, replace=True)
             if spec.id == "notebook_variables":
                 runner.notebook_variables = True
-                runner.notebook_values = _values_on(spec.source)
+                runner.notebook_values = _values_on(spec.source.data())
             print(f"context feed '{spec.id}' added ({spec.type}); the next agent cell reads it")
         elif verb == "source" and len(rest) >= 2:
             source = _source(rest[1:], shell.user_ns)
@@ -115,7 +115,7 @@ def _values(runner: Any, feeds: Any, on: bool) -> None:
 
     spec = notebook_variables_feed(on)
     if "notebook_variables" in feeds:
-        feeds.update("notebook_variables", {"source": spec.source})
+        feeds.update("notebook_variables", {"source": spec.source.data()})
     else:
         feeds.add(spec)
     runner.notebook_variables, runner.notebook_values = True, on
@@ -128,7 +128,9 @@ def _values(runner: Any, feeds: Any, on: bool) -> None:
 
 
 def _sources(sources: Any) -> str:
-    return ", ".join(f"{named.name} ({_where(named.source, named.name)})" for named in sources)
+    return ", ".join(
+        f"{named.name} ({_where(named.source.data(), named.name)})" for named in sources
+    )
 
 
 def _where(source: dict[str, Any], default: str) -> str:

@@ -136,7 +136,7 @@ def _model(line: str) -> None:
     spec, options = parse_model_line(line)
     if spec is not None or options != ModelOptions():
         runner.set_model(spec, options)
-    model = runner.session.model
+    model = runner.session.config.model
     name = runner.model_spec or model.name
     described = runner.model_options.describe()
     print(f"model: {name}" + (f" {described}" if described else ""))
@@ -181,7 +181,7 @@ def _agent_line(line: str, cell: str | None = None) -> None:
         print(f"agent: {name} (a new conversation starts with the next cell)")
     else:
         session = runner.session
-        print(f"agent: {session.agent_name} (manifest: {runner.manifest or 'none'})")
+        print(f"agent: {session.config.agent_name} (manifest: {runner.manifest or 'none'})")
 
 
 def _approvals(line: str) -> None:
@@ -287,7 +287,7 @@ def _transcript(line: str) -> None:
     paths = [r.transcript for r in runner.results if r.transcript is not None]
     last = paths[-1] if paths else "(no transcript yet: run an agent cell first)"
     if not words:
-        folder = runner.session.transcript_dir or default_transcript_dir()
+        folder = runner.session.config.transcript_dir or default_transcript_dir()
         print(f"transcripts: {folder} (private: folder 0700, files 0600)")
         print(f"last run: {last}")
         return

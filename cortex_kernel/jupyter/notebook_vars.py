@@ -2,8 +2,9 @@
 
 The kernel fills this built-in feed source (docs/feeds.md) so the agent knows the
 data it is asked about: one line per variable with its name, type and shape
-(or length, dtype, columns). It is on by default in notebooks
-(:func:`install`), and ``%feeds remove notebook_variables`` turns it off.
+(or length, dtype, columns). It is on by default in notebooks (the
+kernel builds each session with :func:`notebook_variables_source` and
+:func:`notebook_variables_feed`), and ``%feeds remove notebook_variables`` turns it off.
 
 Values are not sent unless the user opts in (``%feeds values on``, or the
 feed's source ``{internal: notebook_variables, parameters: {values: true}}``
@@ -44,14 +45,15 @@ from typing import TYPE_CHECKING, Any
 from ..redaction import REDACTED, Redactor, is_secret_name, scrub_credentials
 
 if TYPE_CHECKING:
-    from ..manifest import FeedSpec
+    from ..runtime.feeds import FeedSpec
+    from ..runtime.variables import VariableStore
 
 __all__ = [
     "MAX_BYTES",
     "MAX_VARIABLES",
     "describe_variables",
-    "install",
     "notebook_variables_feed",
+    "notebook_variables_source",
 ]
 
 #: At most this many variables are listed (the most recently defined).
@@ -232,20 +234,23 @@ def describe_variables(
     return (redactor or Redactor()).text(text)
 
 
-def install(shell: Any, session: Any, *, values: bool = False) -> None:
-    """Give ``session`` the ``notebook_variables`` source of ``shell`` and declare the feed.
+def notebook_variables_source(shell: Any, store: VariableStore) -> Callable[..., str]:
+    """The ``notebook_variables`` feed source of ``shell``, for a session over ``store``.
 
     Parameters
     ----------
     shell
         The IPython shell whose ``user_ns`` is described.
-    session
-        The session that gets the source (and the feed, unless it has one).
-    values
-        Declare the feed with values on (``%feeds values on``); a feed the
-        session has already (a manifest's) keeps its own setting.
+    store
+        The variable store of the session that gets the source: the names
+        its agent actions bound are left out (the agent knows its results).
+
+    Returns
+    -------
+    Callable
+        ``source(values=False)``: the feed's text (values only when ``values``
+        is ``True``).
     """
-    store = session.variables_store
 
     def provider(values: bool = False) -> str:
         return describe_variables(
@@ -255,9 +260,7 @@ def install(shell: Any, session: Any, *, values: bool = False) -> None:
             values=values is True,  # only a real opt-in, never a truthy string
         )
 
-    session.feed_providers["notebook_variables"] = provider
-    if "notebook_variables" not in session.feeds:
-        session.feeds.add(notebook_variables_feed(values))
+    return provider
 
 
 def notebook_variables_feed(values: bool = False) -> FeedSpec:

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     # pull in pydantic and the runtime (the background warm-up imports them).
     from ..executors.relic import RelicRegistry
     from ..model_options import ModelOptions
-    from ..runtime.ports import Model
     from ..runtime.run_result import RunResult
     from ..runtime.session import Session
 
@@ -267,24 +266,37 @@ class AgentRunner:
 
     def _build(self, model: str | None, manifest: str | None, agent: str | None = None) -> Session:
         from ..agent import build_session
+        from ..runtime.variables import VariableStore
 
+        # The notebook_variables source describes the notebook without the
+        # names this session's own actions bound there: it reads its store.
+        store = VariableStore(self.shell.user_ns)
+        host_feeds = []
+        providers = {}
+        if self.notebook_variables:
+            from .notebook_vars import notebook_variables_feed, notebook_variables_source
+
+            providers["notebook_variables"] = notebook_variables_source(self.shell, store)
+            host_feeds.append(notebook_variables_feed(self.notebook_values))
         # Transcripts go where the runtime puts them ($CORTEX_TRANSCRIPT_DIR
         # or the temp dir); %transcript export keeps a copy.
-        session = build_session(
+        return build_session(
             model=None if model is None else notebook_relative(model),
             manifest=manifest,
             options=self.model_options,
-            namespace=self.shell.user_ns,
+            variables=store,
             read_notebook=self.read_notebook,
             agent=agent,
             approver=self.approver,
             relics=self.relics,
+            host_feeds=host_feeds,
+            feed_providers=providers,
         )
-        if self.notebook_variables:
-            from .notebook_vars import install
 
-            install(self.shell, session, values=self.notebook_values)
-        return session
+    def sessions(self) -> list[Session]:
+        """Every session this runner holds (the notebook's, and those of ``%%agent --manifest``)."""
+        held = [] if self._session is None else [self._session]
+        return held + list(self._manifest_sessions.values())
 
     @property
     def relics(self) -> RelicRegistry:
@@ -295,13 +307,6 @@ class AgentRunner:
 
             self._relics = RelicRegistry()
         return self._relics
-
-    def _model(self, spec: str | None, options: ModelOptions) -> Model:
-        from ..agent import resolve
-
-        return resolve(
-            None if spec is None else notebook_relative(spec), options.protocol or "xml", options
-        )
 
     @property
     def session(self) -> Session:
@@ -315,8 +320,10 @@ class AgentRunner:
 
         A new ``spec`` starts from its own ``options`` (the protocol stays);
         ``spec=None`` keeps the model and changes only the options given.
-        The model is checked now (a missing replay file, a bad option): a
-        failing ``%model`` raises :class:`ConfigError` and changes nothing.
+        Every session of the notebook gets it (with a manifest's own options
+        under the notebook's). The model is checked now (a missing replay
+        file, a bad option): a failing ``%model`` raises :class:`ConfigError`
+        and changes nothing.
         """
         from ..model_options import ModelOptions
 
@@ -325,13 +332,11 @@ class AgentRunner:
             merged = self.model_options.merged(options)
         else:
             merged = ModelOptions(protocol=self.model_options.protocol).merged(options)
-        model = self._model(spec or self.model_spec, merged)
+        model = spec or self.model_spec
+        self._reconfigure(model, merged)
         self.model_options = merged
         if spec is not None:
             self.model_spec = spec
-        if self._session is not None:
-            self._session.model = model
-            self._session.protocol = merged.protocol or "xml"
 
     def set_protocol(self, protocol: str) -> None:
         """Speak ``xml`` (protocol text) or ``tools`` (native function calling) from now on."""
@@ -339,15 +344,27 @@ class AgentRunner:
 
         chosen = ModelOptions.from_mapping({"protocol": protocol}, where="%protocol")
         self.model_options = self.model_options.merged(chosen)
-        if self._session is not None:
-            self._session.protocol = chosen.protocol or "xml"
+        for session in self.sessions():  # the same model, spoken to another way
+            session.config = session.config.replace(protocol=chosen.protocol or "xml")
 
     def set_read_notebook(self, allowed: bool) -> None:
         """Let ``$name`` in model output read the notebook's variables (or stop it)."""
         self.read_notebook = allowed
-        for session in (self._session, *self._manifest_sessions.values()):
-            if session is not None:
-                session.read_notebook = allowed
+        for session in self.sessions():
+            session.config = session.config.replace(read_notebook=allowed)
+
+    def _reconfigure(self, model: str | None, options: ModelOptions) -> None:
+        """Give every session ``model`` with ``options``; all or none (a bad model changes none)."""
+        from ..agent import with_model
+
+        spec = None if model is None else notebook_relative(model)
+        if not self.sessions():
+            from ..llm import resolve_model
+
+            resolve_model(spec, options)  # checked now, though nothing uses it yet
+        configs = [(s, with_model(s.config, spec, options)) for s in self.sessions()]
+        for session, config in configs:
+            session.config = config
 
     def set_manifest(self, path: str | None) -> list[str]:
         """Use another manifest: a new session (and a new history) from the next cell.
@@ -435,18 +452,26 @@ class AgentRunner:
         await self.host.open(session)
         # A bad --model fails the cell before a view is shown (never a view
         # stuck at "running" above the error). A fresh model per cell: a
-        # replay file starts from its first turn.
+        # replay file starts from its first turn. The cell's configuration
+        # is its own: the session's stays as it is.
         cell_options = options.model_options
-        cell_model = None
+        config = session.config
         if options.model or cell_options.model_kwargs():
-            cell_model = self._model(
-                options.model or self.model_spec, self.model_options.merged(cell_options)
+            from ..agent import with_model
+
+            model = options.model or self.model_spec
+            config = with_model(
+                config,
+                None if model is None else notebook_relative(model),
+                self.model_options.merged(cell_options),
             )
+        elif cell_options.protocol is not None:
+            config = config.replace(protocol=cell_options.protocol)
         text = interpolate(message, self.shell.user_ns)
         # Notebook functions marked with @cortex_kernel.tool are the agent's tools.
         session.tools.collect(self.shell.user_ns)
         view = RunView(on_approval=self.approver.decide)
-        note = getattr(session.model, "note", None)
+        note = getattr(config.model, "note", None)
         if note and not options.model:
             # e.g. no provider key: the offline demo model answers, and says so.
             view.state.apply({"type": "warning", "message": str(note)})
@@ -462,21 +487,14 @@ class AgentRunner:
             except Exception:  # a view bug must never break the run
                 log.exception("cortex view failed on %r", getattr(event, "type", event))
 
-        previous_model = None
-        previous_protocol = session.protocol
-        if cell_model is not None:
-            previous_model, session.model = session.model, cell_model
-        if cell_options.protocol is not None:
-            session.protocol = cell_options.protocol
         result: RunResult | None = None
         before = session.last_result
         try:
             with anyio.CancelScope() as scope, cancel_on_sigint(scope):
-                result = await session.run(text, key=self.current_cell_id, on_event=on_event)
+                result = await session.run(
+                    text, key=self.current_cell_id, on_event=on_event, config=config
+                )
         finally:
-            if previous_model is not None:
-                session.model = previous_model
-            session.protocol = previous_protocol
             view.finish(handle)
             if terminal is not None:
                 terminal.finish()

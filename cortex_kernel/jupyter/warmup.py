@@ -57,13 +57,14 @@ def warm_up_steps(environ: dict[str, str] | None = None) -> list[Callable[[], No
     litellm (and the HTTP stack under it) only when the default model may
     need it, i.e. unless ``$CORTEX_MODEL`` names a replay file.
     """
-    env = os.environ if environ is None else environ
+    from ..llm import configured_model
+
     steps = [
         # The runtime, executors, manifest, model options: pydantic models.
         _import("cortex_kernel.agent"),
         _import("cortex_kernel.jupyter.view"),  # anywidget, ipywidgets
     ]
-    if not env.get("CORTEX_MODEL", "").strip().startswith("replay:"):
+    if not (configured_model(environ) or "").startswith("replay:"):
         # The OpenAI SDK's resources are imported lazily by the first call.
         steps += [_import(name) for name in ("httpx", "openai", "openai.resources", "aiohttp")]
         steps += [_import("cortex_kernel.llm.litellm_model"), _warm_litellm]

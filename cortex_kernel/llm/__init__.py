@@ -3,8 +3,9 @@
 This is the only package that imports litellm, and it does so lazily:
 importing ``cortex_kernel.llm`` costs nothing (the kernel must start
 without paying 2–4 s for litellm). :func:`resolve_model` picks a model from
-a name, the environment, or — with no model and no provider key — the
-built-in demo transcript, with a note saying so. ``ProtocolPrompt``,
+a name and its options, the environment, or — with no model and no
+provider key — the built-in demo transcript, with a note saying so; it is
+the one place a model is made from a name. ``ProtocolPrompt``,
 ``PROMPT_VERSION`` and ``LiteLLMModel`` are loaded on first access.
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from ..model_options import ModelOptions
     from ..runtime.ports import Model
     from .litellm_model import LiteLLMModel
     from .prompt import PROMPT_VERSION, ProtocolPrompt
@@ -29,6 +32,7 @@ __all__ = [
     "PROMPT_VERSION",
     "LiteLLMModel",
     "ProtocolPrompt",
+    "configured_model",
     "default_model_name",
     "preload",
     "resolve_model",
@@ -86,10 +90,16 @@ def preload() -> threading.Thread:
     return thread
 
 
+def configured_model(environ: Mapping[str, str] | None = None) -> str | None:
+    """``$CORTEX_MODEL`` (of ``environ``, default the process's), or ``None`` when unset."""
+    env = os.environ if environ is None else environ
+    return env.get("CORTEX_MODEL", "").strip() or None
+
+
 def default_model_name() -> str | None:
     """The model to use when none is named: ``$CORTEX_MODEL``, else the
     default of the first provider whose key is set, else ``None`` (the demo)."""
-    configured = os.environ.get("CORTEX_MODEL", "").strip()
+    configured = configured_model()
     if configured:
         return configured
     for env, model in DEFAULT_MODELS.items():
@@ -98,8 +108,8 @@ def default_model_name() -> str | None:
     return None
 
 
-def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: Any) -> Model:
-    """The model for a name from ``--model``, a manifest or ``%model``.
+def resolve_model(name: str | None = None, options: ModelOptions | None = None) -> Model:
+    """The model for a name from ``--model``, a manifest, ``%model`` or an ``llm`` action.
 
     Parameters
     ----------
@@ -108,12 +118,9 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
         litellm model (``openai/gpt-4o-mini``…). ``None`` (or empty) means
         :func:`default_model_name`; when that finds nothing, the replay model
         on :data:`DEMO_TRANSCRIPT`, whose ``note`` says so.
-    protocol
-        ``xml`` (default) or ``tools`` (native function calling, docs/protocol.md#function-calling).
-    **options
-        :class:`LiteLLMModel` options: ``api_base``, ``api_key``,
-        ``timeout``, ``num_retries``, ``backoff``, ``max_backoff``, and any
-        ``litellm.acompletion`` keyword (``temperature``…). Ignored by replay.
+    options
+        The model's options (:class:`~cortex_kernel.model_options.ModelOptions`:
+        protocol, temperature, endpoint, timeouts…). A replay model ignores them.
 
     Returns
     -------
@@ -123,11 +130,8 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
     Raises
     ------
     ConfigError
-        An unknown protocol or a bad option.
+        A bad option.
     """
-    from ..runtime.ports import protocol_named
-
-    checked = protocol_named(protocol)
     chosen = (name or "").strip() or default_model_name()
     if chosen is None:
         from .replay import ReplayModel
@@ -140,7 +144,9 @@ def resolve_model(name: str | None = None, *, protocol: str = "xml", **options: 
         return _replay(chosen)
     from .litellm_model import LiteLLMModel
 
-    return LiteLLMModel(chosen, protocol=checked, **options)
+    if options is None:
+        return LiteLLMModel(chosen)
+    return LiteLLMModel(chosen, protocol=options.protocol or "xml", **options.model_kwargs())
 
 
 def _replay(spec: str) -> Model:

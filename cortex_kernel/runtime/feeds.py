@@ -1,7 +1,7 @@
 """Context feeds (docs/feeds.md): named text placed into the system prompt at every turn.
 
 A session holds one :class:`FeedRegistry`. Each feed has a spec
-(:class:`FeedSpec`: id, type, source, limits) and a slot (its last text or
+(:class:`~.feed_specs.FeedSpec`: id, type, source, limits) and a slot (its last text or
 error, when it was fetched). Before every turn the run refreshes the feeds
 that are due — an ``on_demand`` feed whose ``ttl`` ran out, an ``internal``
 feed every turn; ``periodic`` feeds are refreshed in the background every
@@ -9,16 +9,10 @@ feed every turn; ``periodic`` feeds are refreshed in the background every
 and the turn reads their cached value. The prompt gets the slots in id order,
 after the stable part of the system prompt, so its prefix stays cacheable.
 
-Sources, one key of the ``source`` mapping:
-
-- ``{"internal": "system_clock" | "run_status" | "notebook_variables"}``
-  (for ``type: internal`` the feed's id may name it instead);
-- ``{"tool": NAME, "parameters": {...}}``, ``{"llm": PROMPT}`` (or
-  ``{"llm": {"prompt", "model"}}``), ``{"relic": NAME, "operation": OP,
-  "parameters": {...}}``, ``{"workflow": NAME, "parameters": {...}}``: run
-  as an action of that type through the session's executors;
-- ``{"callable": "module:function", "parameters": {...}}``: a Python
-  function (sync or async) called with the parameters.
+Sources (:mod:`.feed_specs`, one class per kind): a built-in source;
+a ``tool``, ``llm``, ``relic`` or ``workflow`` run as an action of that
+type through the session's executors; a ``callable`` (a Python function,
+sync or async, called with the parameters); an ``mcp_resource``.
 
 A failing source puts its error in its slot (the prompt says the feed is
 unavailable and why) and the turn goes on.
@@ -35,7 +29,6 @@ anything is imported or run (:meth:`FeedRegistry.model_feed`).
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -47,8 +40,23 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from ..exceptions import ActionError
-from ..manifest import ACTION_SOURCES, FEED_SOURCES, INTERNAL_FEEDS, FeedSourceSpec, FeedSpec
+from ..names import import_target
 from ..protocol.models import Action, ActionType
+from .feed_specs import (
+    ACTION_SOURCES,
+    FEED_SOURCES,
+    INTERNAL_FEEDS,
+    CallableFeedSource,
+    FeedSourceSpec,
+    FeedSpec,
+    InternalSource,
+    LlmFeedSource,
+    McpResourceFeedSource,
+    RelicFeedSource,
+    ToolFeedSource,
+    WorkflowFeedSource,
+    validation_message,
+)
 from .results import render_value
 from .run_events import FeedUpdated
 
@@ -87,10 +95,7 @@ def feed_spec(data: Mapping[str, Any]) -> FeedSpec:
     try:
         return FeedSpec.model_validate(dict(data))
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = "".join(f"{p}: " for p in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise ActionError(f"invalid context feed: {where}{message}") from None
+        raise ActionError(f"invalid context feed: {validation_message(exc)}") from None
 
 
 def truncate(
@@ -189,7 +194,7 @@ class FeedRegistry:
     def update(self, feed_id: str, changes: Mapping[str, Any]) -> FeedSpec:
         """Change some fields of a feed (its value is fetched again at the next turn)."""
         slot = self._slot(feed_id)
-        spec = feed_spec({**slot.spec.model_dump(), **changes, "id": feed_id})
+        spec = feed_spec({**slot.spec.data(), **changes, "id": feed_id})
         self._slots[feed_id] = _Slot(spec)
         return spec
 
@@ -214,12 +219,11 @@ class FeedRegistry:
             The name or the source is not valid (the message names the field).
         """
         try:
-            named = FeedSourceSpec(name=name, source=dict(source), description=description)
+            named = FeedSourceSpec.model_validate(
+                {"name": name, "source": dict(source), "description": description}
+            )
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = "".join(f"{p}: " for p in first["loc"])
-            message = str(first["msg"]).removeprefix("Value error, ")
-            raise ActionError(f"invalid feed source: {where}{message}") from None
+            raise ActionError(f"invalid feed source: {validation_message(exc)}") from None
         self._sources[name] = named
 
     def forget_source(self, name: str) -> None:
@@ -264,7 +268,7 @@ class FeedRegistry:
     def _model_source(self, source: Any) -> dict[str, Any]:
         if isinstance(source, str):
             if source in self._sources:
-                return dict(self._sources[source].source)
+                return self._sources[source].source.data()
             if source in MODEL_BUILTINS:
                 return {"internal": source}
             raise ActionError(self._choices(f"no feed source named {source!r}"))
@@ -310,7 +314,7 @@ class FeedRegistry:
             row: dict[str, Any] = {
                 "id": spec.id,
                 "type": spec.type,
-                "source": spec.source,
+                "source": spec.source.data(),
                 "age": None if slot.fetched is None else round(now - slot.fetched, 3),
                 "chars": len(slot.text),
                 "truncated": slot.truncated,
@@ -424,13 +428,7 @@ class FeedRegistry:
 
 async def call_callable(target: str, parameters: Mapping[str, Any]) -> Any:
     """Import ``module:function`` and call it with ``parameters`` (awaiting a coroutine)."""
-    module_name, _, attr = target.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ActionError(f"cannot load callable {target!r}: {exc}") from None
+    obj = import_target(target, error=ActionError)
     if inspect.iscoroutinefunction(obj):
         return await obj(**parameters)
     # A plain function runs in a worker thread, as sync tools do: a slow
@@ -443,22 +441,23 @@ async def call_callable(target: str, parameters: Mapping[str, Any]) -> Any:
 
 def feed_action(spec: FeedSpec) -> Action:
     """The action that fetches a ``tool``, ``llm``, ``relic`` or ``workflow`` source."""
-    kind = spec.kind
     source = spec.source
-    parameters = source.get("parameters") or {}
     body: dict[str, Any]
-    if kind == "llm":
-        prompt = source["llm"]
-        body = dict(prompt) if isinstance(prompt, Mapping) else {"prompt": str(prompt)}
-    elif kind == "relic":
-        body = {
-            "name": source["relic"],
-            "operation": source.get("operation"),
-            "parameters": parameters,
-        }
+    if isinstance(source, LlmFeedSource):
+        prompt = source.llm
+        body = (
+            {"prompt": prompt} if isinstance(prompt, str) else prompt.model_dump(exclude_none=True)
+        )
+    elif isinstance(source, RelicFeedSource):
+        body = {"name": source.relic, "operation": source.operation}
+        body["parameters"] = source.parameters
+    elif isinstance(source, ToolFeedSource):
+        body = {"name": source.tool, "parameters": source.parameters}
+    elif isinstance(source, WorkflowFeedSource):
+        body = {"name": source.workflow, "parameters": source.parameters}
     else:
-        body = {"name": source[kind], "parameters": parameters}
-    return Action(id=f"feed.{spec.id}", type=ActionType(kind), body=body)
+        raise ActionError(f"a {source.kind} source is not an action")
+    return Action(id=f"feed.{spec.id}", type=ActionType(source.kind), body=body)
 
 
 def source_fetcher(
@@ -473,24 +472,23 @@ def source_fetcher(
     """
 
     async def fetch(spec: FeedSpec) -> Any:
-        kind = spec.kind
-        if kind == "internal":
-            provider = internal.get(spec.internal_name)
+        source = spec.source
+        if isinstance(source, InternalSource):
+            provider = internal.get(source.internal)
             if provider is None:
                 raise ActionError(
-                    f"internal feed '{spec.internal_name}' has no provider here "
+                    f"internal feed '{source.internal}' has no provider here "
                     "(notebook_variables is filled by the Jupyter kernel)"
                 )
-            return provider(**(spec.source.get("parameters") or {}))
-        if kind == "mcp_resource":
-            provider = internal.get("mcp_resource")
-            if provider is None:
+            return provider(**source.parameters)
+        if isinstance(source, McpResourceFeedSource):
+            reader = internal.get("mcp_resource")
+            if reader is None:
                 raise ActionError("this session has no MCP servers to read a resource from")
-            resource = spec.source["mcp_resource"]
-            return await provider()(str(resource["server"]), str(resource["uri"]))
-        if kind == "callable":
-            parameters = spec.source.get("parameters") or {}
-            return await call_callable(str(spec.source["callable"]), parameters)
+            resource = source.mcp_resource
+            return await reader()(resource.server, resource.uri)
+        if isinstance(source, CallableFeedSource):
+            return await call_callable(source.callable, source.parameters)
         action = feed_action(spec)
         error = check(action)
         if error is not None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ActionError
 from .run_events import Usage
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class Limits(BaseModel):
-    """What one run may consume.
+    """What one run may consume (a manifest's ``limits:`` table; any left out keeps its default).
 
     Attributes
     ----------
@@ -59,16 +59,22 @@ class Limits(BaseModel):
         (``None``: no default limit).
     """
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     max_turns: int = Field(default=20, ge=1)
     max_actions: int = Field(default=200, ge=0)
     max_parallel: int = Field(default=16, ge=1)
-    wall_time: float = Field(default=600.0, gt=0)
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    max_depth: int = 3
+    wall_time: float = Field(default=600.0, gt=0, description="seconds per run")
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, ge=0, description="dollars per run")
+    max_depth: int = Field(default=3, ge=0)
     result_chars: int = Field(default=4000, ge=1)
-    result_tokens: int | None = Field(default=None, ge=100)
-    action_timeout: float | None = Field(default=300.0, gt=0)
+    result_tokens: int | None = Field(
+        default=None, ge=100, description="tokens of all the results opening one turn"
+    )
+    action_timeout: float | None = Field(
+        default=300.0, gt=0, description="seconds per action attempt when it names no timeout"
+    )
 
 
 #: Result budget per turn when the model's context window is unknown.

@@ -38,7 +38,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ..exceptions import ModelError
-from ..protocol.models import ActionMode, ActionType, IdAllocator
+from ..protocol.models import ActionMode, IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.parser_events import (
     ActionErrorEvent,
@@ -64,18 +64,14 @@ from .drift import (
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import FeedRegistry
-from .limits import Budget, Limits, result_budget_chars
+from .limits import Budget, result_budget_chars
 from .ports import (
     CompletionRequest,
     ExecutionContext,
-    Executor,
     ExecutorSet,
     Message,
-    Model,
-    ModelResolver,
-    PromptBuilder,
     PromptContext,
-    ProtocolName,
+    SessionConfig,
     ToolCall,
 )
 from .results import ResultStatus, ToolResult, fit_turn_results, render_value
@@ -148,34 +144,19 @@ def _ignore(*_: object) -> None:
 
 @dataclass
 class RunContext:
-    """Everything a run uses, handed over explicitly (the session builds one per run).
+    """What a run uses: the session's configuration and state, handed over explicitly.
+
+    The session builds one per run.
 
     Attributes
     ----------
-    model
-        The model that streams every turn of the run.
-    prompt
-        Builds the system prompt of every turn.
-    protocol
-        ``xml`` (protocol text) or ``tools`` (native function calling).
+    config
+        The run's configuration (model, prompt, protocol, executors, limits…):
+        the session's, or the one this run was given.
     tools
         The tools ``tool`` actions call.
     variables
         Where results are bound and ``$name`` is looked up.
-    executors
-        One executor per available action type.
-    limits
-        The run's limits (a copy: a run never changes its session's).
-    allowed_internal
-        Internal actions the agent may use.
-    llm_models
-        Models an ``llm`` action may name besides the agent's own.
-    resolve_model
-        Makes the model an ``llm`` action names.
-    agent_name, instructions
-        What the system prompt calls the agent, and its standing instructions.
-    extra
-        Handed to executors as :attr:`ExecutionContext.extra` (the ``approver``).
     background
         The open session's task group, for ``fire_and_forget`` actions, which
         may outlive the run; ``None``: the run's own group takes them and the
@@ -193,8 +174,6 @@ class RunContext:
         Forgets the conversation of earlier runs (``clear_context``).
     depth
         Nesting depth (0 for a cell's run; an ``agent`` action's run is deeper).
-    catalog
-        The ``agents``, ``relics`` and ``workflows`` the prompt lists.
     notices
         Warnings from before the run (an MCP server restarted since the last
         run): each becomes a ``warning`` event right after ``run_started``.
@@ -204,27 +183,16 @@ class RunContext:
         action that called it.
     """
 
-    model: Model
-    prompt: PromptBuilder
+    config: SessionConfig
     tools: ToolRegistry
     variables: VariableStore
-    executors: Mapping[ActionType, Executor]
-    limits: Limits
-    protocol: ProtocolName = "xml"
-    allowed_internal: frozenset[str] = frozenset()
-    llm_models: frozenset[str] = frozenset()
-    resolve_model: ModelResolver | None = None
-    agent_name: str = "cortex"
-    instructions: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
     background: TaskGroup | None = None
     commit: Callable[[Run, RunResult], None] = _ignore
     track: Callable[[Scheduler], None] = _ignore
     feeds: FeedRegistry | None = None
-    feed_providers: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
+    feed_providers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     clear_history: Callable[[], None] = _ignore
     depth: int = 0
-    catalog: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     notices: tuple[str, ...] = ()
     parent_budget: Budget | None = None
     caller: str | None = None
@@ -261,11 +229,12 @@ class Run:
         self.on_event = on_event
         # Secrets are read once per run; every event and answer passes through it.
         self.redactor = Redactor()
-        self.limits = context.limits
-        self.model = context.model
+        self.config = context.config
+        self.limits = context.config.limits
+        self.model = context.config.model
         self.events: list[AnyEvent] = []
         self.messages: list[Message] = []  # complete turns of this run, committed
-        self.budget = Budget(context.limits, parent=context.parent_budget, caller=context.caller)
+        self.budget = Budget(self.limits, parent=context.parent_budget, caller=context.caller)
         self.ids = IdAllocator()
         self.failures = RepeatedFailures()
         self.last_thought = ""
@@ -274,7 +243,7 @@ class Run:
             context.feeds,
             emit=self.emit,
             clock=self.clock,
-            allowed_internal=context.allowed_internal,
+            allowed_internal=context.config.allowed_internal,
             providers={"run_status": self._run_status, **context.feed_providers},
         )
         self._t0 = time.monotonic()
@@ -318,7 +287,7 @@ class Run:
 
     async def execute(self) -> RunResult:
         """Run to the end; on cancellation, settle and report everything, then re-raise."""
-        self.context.variables.start_run()
+        self.context.variables.start_run(read_namespace=self.config.read_notebook)
         self.emit(
             RunStarted(
                 t=self.clock(),
@@ -337,17 +306,13 @@ class Run:
         try:
             async with anyio.create_task_group() as tg:
                 executors = ExecutorSet(
-                    context.executors,
+                    self.config.executors,
                     ExecutionContext(
+                        config=self.config,
                         tools=context.tools,
                         variables=context.variables,
-                        model=lambda: self.model,
                         emit=self.emit,
                         clock=self.clock,
-                        resolve_model=context.resolve_model,
-                        allowed_internal=context.allowed_internal,
-                        extra=dict(context.extra),
-                        llm_models=context.llm_models,
                         feeds=context.feeds,
                         clear_context=self._clear_context,
                         depth=context.depth,
@@ -512,7 +477,7 @@ class Run:
                     )
                 # Rule 6: one short turn that asks for the final response.
                 repair = repaired = True
-                opening = [{"role": "user", "content": repair_message(self.context.protocol)}]
+                opening = [{"role": "user", "content": repair_message(self.config.protocol)}]
                 continue
             opening = self._results_messages(turn, settled)
 
@@ -560,25 +525,25 @@ class Run:
         return dropped
 
     def _request(self, opening: list[Message]) -> CompletionRequest:
-        run = self.context
+        config, tools = self.config, self.context.tools
         context = PromptContext(
-            agent_name=run.agent_name,
-            instructions=run.instructions,
-            tools=run.tools.specs(),
-            internal_actions=sorted(run.allowed_internal),
+            agent_name=config.agent_name,
+            instructions=config.instructions,
+            tools=tools.specs(),
+            internal_actions=sorted(config.allowed_internal),
             feeds=self.feeds.slots(),
             feed_sources=self.feeds.sources(),
-            agents=run.catalog.get("agents", []),
-            relics=run.catalog.get("relics", []),
-            workflows=run.catalog.get("workflows", []),
-            protocol=run.protocol,
+            agents=list(config.catalog.agents),
+            relics=list(config.catalog.relics),
+            workflows=list(config.catalog.workflows),
+            protocol=config.protocol,
         )
-        system = run.prompt.system_prompt(context)
+        system = config.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
-        tools = with_output_key(run.tools.openai_schemas()) if run.protocol == "tools" else None
+        schemas = with_output_key(tools.openai_schemas()) if config.protocol == "tools" else None
         return CompletionRequest(
-            messages=messages, tools=tools, protocol=run.protocol, context=context
+            messages=messages, tools=schemas, protocol=config.protocol, context=context
         )
 
     def _note_failures(self, turn: _Turn, settled: list[ActionNode]) -> str | None:

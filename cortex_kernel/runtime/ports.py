@@ -1,8 +1,12 @@
 """The runtime's ports: every interface it needs from the outside, in one place.
 
-The runtime (loop, scheduler, session) talks to the rest of the world only
-through the types here; the packages around it plug in behind them, and
-:func:`cortex_kernel.agent.build_session` wires them together.
+The runtime (loop, scheduler, session) reaches the packages above it — models,
+executors, prompts, approvals — through the types here; those packages plug in
+behind them, and :func:`cortex_kernel.agent.build_session` wires them together.
+A few things it does itself: it writes its transcript file
+(:mod:`.transcript`), reads and binds notebook variables in the namespace it
+is given (:mod:`.variables`), and calls Python tools' functions in this
+process (:mod:`.tools`).
 
 Model
     :class:`Model` streams protocol text as a :class:`Completion`.
@@ -46,28 +50,43 @@ Tool sources
 Services
     A :class:`Service` is something a session owns and closes with itself
     (the relic registry of a session whose owner gave it none).
+Approvers
+    An :class:`Approver` decides on calls marked ``confirm`` (the
+    notebook's view, ``--yes``); executors ask it through
+    ``cortex_kernel.executors.approval``.
+Session configuration
+    A :class:`SessionConfig` bundles all of the above that a session uses
+    with its settings (protocol, limits, name, instructions…): one frozen
+    object, built by the composition root and passed once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Protocol
 
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..exceptions import ConfigError, UnknownActionError
+from ..exceptions import UnknownActionError
+from ..model_options import ModelOptions, ProtocolName, protocol_named
 from ..protocol.models import Action, ActionType
 from .feeds import FeedRegistry
-from .limits import Budget
+from .limits import Budget, Limits
 from .run_events import Usage
 from .tools import Tool, ToolRegistry
 from .variables import VariableStore
 
 __all__ = [
+    "ApprovalRequest",
+    "Approver",
+    "Catalog",
     "Completion",
     "CompletionRequest",
     "ExecutionContext",
@@ -76,12 +95,14 @@ __all__ = [
     "FeedSlot",
     "Message",
     "Model",
+    "ModelChoice",
     "ModelResolver",
     "PlacementReport",
     "PromptBuilder",
     "PromptContext",
     "ProtocolName",
     "Service",
+    "SessionConfig",
     "ToolBackend",
     "ToolCall",
     "ToolSource",
@@ -90,24 +111,6 @@ __all__ = [
 
 
 Message = dict[str, Any]
-
-#: How the model acts: protocol text (``xml``) or native function calling (``tools``).
-ProtocolName = Literal["xml", "tools"]
-
-
-def protocol_named(value: str | None) -> ProtocolName:
-    """``value`` as a :data:`ProtocolName` (``None`` means ``xml``).
-
-    Raises
-    ------
-    ConfigError
-        Anything but ``xml`` or ``tools``.
-    """
-    if value is None or value == "xml":
-        return "xml"
-    if value == "tools":
-        return "tools"
-    raise ConfigError(f"Unknown protocol {value!r}: use 'xml' or 'tools' (--protocol).")
 
 
 class ToolCall(BaseModel):
@@ -210,7 +213,7 @@ class PromptContext(BaseModel):
     feeds: list[FeedSlot] = Field(default_factory=list)
     # Named sources a feed the model adds may choose ({"name", "description"}).
     feed_sources: list[dict[str, str]] = Field(default_factory=list)
-    protocol: str = "xml"  # "xml" or "tools"
+    protocol: ProtocolName = "xml"
 
 
 CompletionRequest.model_rebuild()  # its `context` is a PromptContext, defined after it
@@ -281,29 +284,168 @@ class ToolBackend(Protocol):
         ...
 
 
-@dataclass
-class ExecutionContext:
-    """What executors may use: the session's tools, variables and model.
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One call marked ``confirm`` waiting for a human's decision.
 
     Attributes
     ----------
+    action_id
+        The action's id as the run's events name it (``w1/a1`` for step
+        ``a1`` of workflow action ``w1``; a sub-agent's own run names its
+        actions without its parent's prefix).
+    tool
+        What runs: a tool's name, or ``RELIC.OPERATION``.
+    kind
+        The tool's kind (``command``, ``docker``, ``python``…) or ``relic``.
+    parameters
+        The exact parameters the call gets.
+    token
+        Unique to this request: answers name it.
+    text, digest
+        What a human is shown (the parameters as JSON, secrets masked) and
+        its digest (``cortex_kernel.executors.approval.approval_digest``).
+    """
+
+    action_id: str
+    tool: str
+    kind: str
+    parameters: dict[str, Any]
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    text: str = ""
+    digest: str = ""
+
+
+class Approver(Protocol):
+    """Decides whether a call marked ``confirm`` may run (``True``) or not.
+
+    Attributes
+    ----------
+    by
+        Who decides, as the ``approval_decided`` event records it (``--yes``,
+        ``view``…).
+    """
+
+    by: str
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        """Return the decision for ``request``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The agent's own model: what a session uses when the user names none.
+
+    Attributes
+    ----------
+    name
+        A model string (``openai/gpt-4o``, ``replay:PATH``), or ``None`` for
+        the default one.
+    options
+        Its options (a manifest's ``model:`` table); options the user sets
+        win over these.
+    """
+
+    name: str | None = None
+    options: ModelOptions = field(default_factory=ModelOptions)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The sub-agents, relics and workflows a system prompt lists (name, description…)."""
+
+    agents: tuple[dict[str, Any], ...] = ()
+    relics: tuple[dict[str, Any], ...] = ()
+    workflows: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SessionConfig:
+    """A session's configuration: one frozen object, built once by the composition root.
+
+    :func:`cortex_kernel.agent.build_session` builds it; the session hands
+    it to every run and a run to every executor
+    (:attr:`ExecutionContext.config`); a sub-agent's session is built from
+    its caller's (the same approver, its limits no deeper). Nothing changes
+    it: a new setting is a new object (:meth:`replace`), which the next run
+    reads. A run keeps the one it started with.
+
+    Attributes
+    ----------
+    model
+        The model that streams every turn.
+    prompt
+        Builds the system prompt of every turn.
+    executors
+        One executor per available action type (read-only).
+    protocol
+        ``xml`` (protocol text) or ``tools`` (native function calling).
+    own_model
+        The agent's own model choice, which ``model`` was resolved from when
+        the user named none (the composition root re-resolves with it).
+    resolve_model
+        Makes the model an ``llm`` action names (``None``: only ``model``).
+    llm_models
+        Models an ``llm`` action may name besides the agent's own (the manifest's list).
+    allowed_internal
+        Internal actions the agent may use.
+    limits
+        Per-run limits.
+    agent_name, instructions
+        What the system prompt calls the agent, and its standing instructions.
+    catalog
+        The sub-agents, relics and workflows the prompt lists.
+    approver
+        Decides on calls marked ``confirm`` (``None``: they are refused).
+    read_notebook
+        Whether ``$name`` may fall back to the notebook's own variables.
+    transcript_dir
+        Where run transcripts go (``None``: :func:`~.transcript.default_transcript_dir`).
+    """
+
+    model: Model
+    prompt: PromptBuilder
+    executors: Mapping[ActionType, Executor]
+    protocol: ProtocolName = "xml"
+    own_model: ModelChoice = field(default_factory=ModelChoice)
+    resolve_model: ModelResolver | None = None
+    llm_models: frozenset[str] = frozenset()
+    allowed_internal: frozenset[str] = frozenset()
+    limits: Limits = field(default_factory=Limits)
+    agent_name: str = "cortex"
+    instructions: str = ""
+    catalog: Catalog = field(default_factory=Catalog)
+    approver: Approver | None = None
+    read_notebook: bool = False
+    transcript_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        # Read-only, and a copy: the caller's dict cannot change it afterwards.
+        object.__setattr__(self, "executors", MappingProxyType(dict(self.executors)))
+
+    def replace(self, **changes: Any) -> SessionConfig:
+        """A copy with ``changes`` (field name -> new value)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class ExecutionContext:
+    """What executors may use: the run's configuration, tools, variables and events.
+
+    Attributes
+    ----------
+    config
+        The configuration the run started with (its model, approver,
+        limits, the models an ``llm`` action may name…).
     tools
         The tool registry.
     variables
         The session's variable store.
-    model
-        Returns the session's current model (it may be swapped between runs).
-    resolve_model
-        Makes the model an ``llm`` action names; ``None``: only the current
-        model can be used.
     emit
         Reports an event of the run (``variable_bound`` from ``set_variable``).
     clock
         Seconds since the run started.
-    allowed_internal
-        Internal actions this agent may use.
-    llm_models
-        Models an ``llm`` action may name besides the agent's own (the manifest's list).
     depth
         Nesting depth of the run (0 for a cell's run).
     feeds
@@ -318,20 +460,16 @@ class ExecutionContext:
         actions charge their tokens, sub-agents and workflows their actions.
     """
 
+    config: SessionConfig
     tools: ToolRegistry
     variables: VariableStore
-    model: Callable[[], Model]
     emit: Callable[[Any], None]
     clock: Callable[[], float]
-    resolve_model: ModelResolver | None = None
-    allowed_internal: frozenset[str] = frozenset()
-    llm_models: frozenset[str] = frozenset()
     depth: int = 0
     feeds: FeedRegistry | None = None
     clear_context: Callable[[], int] | None = None
     dispatch: Callable[[Action, dict[str, Any]], Awaitable[Any]] | None = None
     validate: Callable[[Action], str | None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     budget: Budget | None = None
 
 

@@ -36,29 +36,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
-from ..protocol.models import ActionType
 from .feeds import FeedRegistry
-from .limits import Budget, Limits
+from .limits import Budget
 from .loop import Run, RunContext, prior_messages
-from .ports import (
-    Executor,
-    Message,
-    Model,
-    ModelResolver,
-    PromptBuilder,
-    ProtocolName,
-    Service,
-    ToolSource,
-)
+from .ports import Message, Service, SessionConfig, ToolSource
 from .run_events import AnyEvent
 from .run_result import RunResult
 from .scheduler import Scheduler
@@ -76,96 +65,74 @@ T = TypeVar("T")
 class Session:
     """An agent session: runs messages through the loop and keeps what follows from them.
 
+    What the session *is* (model, prompt, executors, protocol, limits,
+    approver…) is its :attr:`config`, one frozen :class:`SessionConfig`; the
+    rest is state that runs build up (conversation, variables, tools, feeds)
+    and what it owns (tool sources, services).
+
     Parameters
     ----------
-    model
-        The streaming model (settable between runs).
-    prompt
-        Builds the system prompt of every turn.
-    executors
-        One executor per available action type (``tool``, ``llm``…).
-    resolve_model
-        Makes the model an ``llm`` action names (``None``: only ``model``).
-    allowed_internal
-        Internal actions the agent may use.
+    config
+        The session's configuration (:func:`cortex_kernel.agent.build_session`
+        builds it).
     tools
         Python callables the model may call (``tool`` actions).
-    limits
-        Per-run limits.
+    variables
+        The variable store (default: a new one over ``namespace``).
     namespace
         The notebook's ``user_ns``: output keys are written there (never over
-        a name the user defined).
-    read_notebook
-        Let ``$name`` fall back to the notebook's variables (off by default:
-        a manifest or ``%read_notebook on`` grants it).
-    transcript_dir
-        Where run transcripts go (default: :func:`default_transcript_dir`).
-    protocol
-        ``"xml"`` (protocol text) or ``"tools"`` (native function calling).
+        a name the user defined); only without ``variables``.
+    feeds
+        The context feeds (the model or ``%feeds`` may add more).
+    feed_providers
+        Built-in feed sources the host fills (the kernel's
+        ``notebook_variables``, an MCP hub's ``mcp_resource``).
+    tool_sources
+        Tools from outside (MCP servers): prepared before every run, closed
+        with the session.
+    services
+        What the session owns and closes with itself (a relic registry it made).
+    relics
+        The registry of its ``relic`` actions (shared with its owner's other
+        sessions when the owner passed one); ``None`` without relics.
+
+    Attributes
+    ----------
+    config
+        Replace it to change a setting (``session.config =
+        session.config.replace(model=…)``); the next run reads it.
     """
 
     def __init__(
         self,
-        model: Model,
+        config: SessionConfig,
         *,
-        prompt: PromptBuilder,
-        executors: Mapping[ActionType, Executor],
-        resolve_model: ModelResolver | None = None,
-        allowed_internal: frozenset[str] = frozenset(),
         tools: ToolRegistry | None = None,
-        limits: Limits | None = None,
+        variables: VariableStore | None = None,
         namespace: MutableMapping[str, Any] | None = None,
-        transcript_dir: Path | None = None,
-        protocol: ProtocolName = "xml",
-        read_notebook: bool = False,
+        feeds: FeedRegistry | None = None,
+        feed_providers: Mapping[str, Callable[..., Any]] | None = None,
+        tool_sources: Sequence[ToolSource] = (),
+        services: Sequence[Service] = (),
+        relics: Any = None,
     ) -> None:
-        self.model = model
+        self.config = config
         self.tools = tools if tools is not None else ToolRegistry()
-        self.prompt = prompt
-        self.limits = limits if limits is not None else Limits()
-        self.variables_store = VariableStore(namespace, read_namespace=read_notebook)
-        self.transcript_dir = transcript_dir
-        self.protocol: ProtocolName = protocol
-        self.allowed_internal = allowed_internal
-        # Models an `llm` action may name besides the session's own (a manifest lists them).
-        self.llm_models: frozenset[str] = frozenset()
-        self.executors = dict(executors)
-        self.resolve_model = resolve_model
-        #: Shown to the model as its name and standing instructions (from a manifest).
-        self.agent_name = "cortex"
-        self.instructions = ""
-        #: Decides on tool calls marked ``confirm: true`` (none: such calls are refused).
-        self.approver: Any = None
+        if variables is None:
+            variables = VariableStore(namespace, read_namespace=config.read_notebook)
+        self.variables_store = variables
+        self.feeds = feeds if feeds is not None else FeedRegistry()
+        self.feed_providers: dict[str, Callable[..., Any]] = dict(feed_providers or {})
+        self.tool_sources: list[ToolSource] = list(tool_sources)
+        self.services: list[Service] = list(services)
+        self.relics: Any = relics
         self.last_result: RunResult | None = None
-        #: The context feeds (the composition root sets the manifest's; the
-        #: model or ``%feeds`` may add more).
-        self.feeds = FeedRegistry()
-        #: Sub-agents, relics and workflows the prompt lists (name, description…).
-        self.catalog: dict[str, list[dict[str, Any]]] = {}
-        #: Built-in feed sources the host fills (the kernel's ``notebook_variables``).
-        self.feed_providers: dict[str, Callable[[], Any]] = {}
         self._runs: dict[str, list[Message]] = {}
         self._schedulers: list[Scheduler] = []
         self._bg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
-        #: Tools from outside (MCP servers): prepared before every run, closed with the session.
-        self.tool_sources: list[ToolSource] = []
-        #: What the session owns and closes with itself (a relic registry it made).
-        self.services: list[Service] = []
-        #: The registry of its ``relic`` actions (shared with its owner's other
-        #: sessions when the owner passed one); ``None`` without relics.
-        self.relics: Any = None
 
     # ------------------------------------------------------------ public API
-
-    @property
-    def read_notebook(self) -> bool:
-        """Whether ``$name`` may read the notebook's own variables (see ``__init__``)."""
-        return self.variables_store.read_namespace
-
-    @read_notebook.setter
-    def read_notebook(self, allowed: bool) -> None:
-        self.variables_store.read_namespace = bool(allowed)
 
     @property
     def variables(self) -> dict[str, Any]:
@@ -181,6 +148,7 @@ class Session:
         depth: int = 0,
         budget: Budget | None = None,
         caller: str | None = None,
+        config: SessionConfig | None = None,
     ) -> RunResult:
         """Run ``message`` through the agent loop.
 
@@ -200,6 +168,9 @@ class Session:
             calling action. The nested run's actions and tokens count against
             the caller's limits too, and it runs no more actions at once than
             the caller may.
+        config
+            This run's configuration, instead of :attr:`config` (a cell's
+            own ``--model``); the session's stays as it is.
 
         Returns
         -------
@@ -210,30 +181,21 @@ class Session:
             then :attr:`last_result`.
         """
         run_id = uuid.uuid4().hex[:12]
+        config = config if config is not None else self.config
         background = self._bg
         notices: list[str] = []  # e.g. an MCP server restarted: warning events of the run
         for source in self.tool_sources:
             notices.extend(await source.prepare(self.tools, background))
-        folder = (
-            self.transcript_dir if self.transcript_dir is not None else default_transcript_dir()
-        )
-        limits = self.limits.model_copy()
-        if budget is not None:
-            limits.max_parallel = min(limits.max_parallel, budget.limits.max_parallel)
+        folder = config.transcript_dir
+        if folder is None:
+            folder = default_transcript_dir()
+        if budget is not None and budget.limits.max_parallel < config.limits.max_parallel:
+            limits = config.limits.model_copy(update={"max_parallel": budget.limits.max_parallel})
+            config = config.replace(limits=limits)
         context = RunContext(
-            model=self.model,
-            prompt=self.prompt,
-            protocol=self.protocol,
+            config=config,
             tools=self.tools,
             variables=self.variables_store,
-            executors=self.executors,
-            limits=limits,
-            allowed_internal=self.allowed_internal,
-            llm_models=self.llm_models,
-            resolve_model=self.resolve_model,
-            agent_name=self.agent_name,
-            instructions=self.instructions,
-            extra={"approver": self.approver},
             background=background,
             commit=self._commit,
             track=self._track,
@@ -241,7 +203,6 @@ class Session:
             feed_providers=self.feed_providers,
             clear_history=self.reset,
             depth=depth,
-            catalog=self.catalog,
             notices=tuple(notices),
             parent_budget=budget,
             caller=caller,

@@ -78,7 +78,8 @@ def session(tmp_path: Path, registry: RelicRegistry | None = None) -> Session:
 
 
 async def run(s: Session, tmp_path: Path, name: str, *turns: str) -> Any:
-    s.model = build_session("replay:" + str(turns_file(tmp_path, name, *turns))).model
+    model = build_session("replay:" + str(turns_file(tmp_path, name, *turns))).config.model
+    s.config = s.config.replace(model=model)
     return await s.run(name)
 
 

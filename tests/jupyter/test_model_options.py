@@ -125,3 +125,42 @@ def test_bad_options_are_one_clear_line(cortex: Kernel, cell: str, named: str) -
     assert result.reply["content"]["ename"] == "ConfigError"
     assert named in result.reply["content"]["evalue"]
     assert cortex.python("%%python\nprint('alive')").strip() == "alive"
+
+
+def test_model_and_protocol_reach_every_session_of_the_notebook(
+    cortex: Kernel, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "other.yaml"
+    manifest.write_text("name: other\n", "utf-8")
+    cortex.python(f"%model openai/local --api-base {server.api_base}")
+    # The manifest's session exists before the switch.
+    server.stream("<response>first</response>")
+    assert cortex.run(f"%%agent --manifest {manifest}\nHello").status == "ok"
+    assert server.requests[-1].body["model"] == "local"
+    cortex.python(f"%model openai/switched --api-base {server.api_base}")
+    cortex.python("%protocol tools")
+    try:
+        server.stream("<response>from the new model</response>")
+        result = cortex.run(f"%%agent --manifest {manifest}\nDouble 21")
+        assert result.status == "ok", dump(result)
+        body = server.requests[-1].body
+        assert body["model"] == "switched"
+        assert [t["function"]["name"] for t in body["tools"]] == ["double"]
+    finally:
+        cortex.python("%protocol xml")
+
+
+def test_a_cells_options_keep_the_manifests_model_options(
+    cortex: Kernel, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "tuned.yaml"
+    manifest.write_text("name: tuned\nmodel: {max_tokens: 77}\n", "utf-8")
+    cortex.python(f"%model openai/local --api-base {server.api_base}")
+    server.stream("<response>one</response>")
+    assert cortex.run(f"%%agent --manifest {manifest}\nHi").status == "ok"
+    assert server.requests[-1].body["max_tokens"] == 77
+    # The cell's own option goes over the manifest's, which stay.
+    server.stream("<response>two</response>")
+    assert cortex.run(f"%%agent --manifest {manifest} --temperature 0.5\nHi").status == "ok"
+    body = server.requests[-1].body
+    assert (body["max_tokens"], body["temperature"]) == (77, 0.5)

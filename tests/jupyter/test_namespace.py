@@ -144,7 +144,9 @@ def test_delete_variable_spares_the_users_data(kernel: Kernel, tmp_path: Path) -
     # delete_variable is blocked by default (docs/protocol.md#actions): this agent is granted it.
     kernel.python(
         "%%python\nfrom cortex_kernel.jupyter.runner import runner_for\n"
-        "runner_for(get_ipython()).session.allowed_internal |= {'delete_variable'}"
+        "s = runner_for(get_ipython()).session\n"
+        "granted = s.config.allowed_internal | {'delete_variable'}\n"
+        "s.config = s.config.replace(allowed_internal=granted)"
     )
     model = replay(
         tmp_path,

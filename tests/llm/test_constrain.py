@@ -194,7 +194,7 @@ async def test_a_refused_grammar_falls_back_with_one_warning(
     assert [grammar_sent(server, i) is not None for i in range(3)] == [True, False, False]
     (warning,) = warnings_of(result)
     assert "refused the protocol grammar" in warning and "Failed to parse grammar" in warning
-    assert session.model.grammar_refused is not None  # type: ignore[attr-defined]
+    assert session.config.model.grammar_refused is not None  # type: ignore[attr-defined]
     # Another session on that server does not send it either, nor asks again.
     server.stream(FINAL)
     assert (await session_on(server, tmp_path).run("hi")).status == "ok"
@@ -354,11 +354,11 @@ def test_the_constrain_option_everywhere(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     session = build_session(manifest=manifest, transcript_dir=tmp_path)
-    assert session.model.constrain == "off"  # type: ignore[attr-defined]
+    assert session.config.model.constrain == "off"  # type: ignore[attr-defined]
     overridden = build_session(
         manifest=manifest, options=ModelOptions(constrain="grammar"), transcript_dir=tmp_path
     )
-    assert overridden.model.constrain == "grammar"  # type: ignore[attr-defined]
+    assert overridden.config.model.constrain == "grammar"  # type: ignore[attr-defined]
     assert (
         json.loads(json.dumps(ModelOptions(constrain="auto").model_dump()))["constrain"] == "auto"
     )

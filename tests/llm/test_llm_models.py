@@ -44,7 +44,7 @@ async def test_a_listed_model_gets_its_own_endpoint_and_options(tmp_path: Path) 
         await session.aclose()
     assert result.status == "ok", result.message
     assert result.answer == "the critic says: four stars"
-    assert session.llm_models == {"openai/critic", "openai/gpt-4o-mini"}
+    assert session.config.llm_models == {"openai/critic", "openai/gpt-4o-mini"}
     (sent,) = (request.body for request in critic_server.requests)
     assert sent["model"] == "critic" and sent["messages"][-1]["content"] == "Rate the plan."
     assert sent["temperature"] == 0 and sent["max_tokens"] == 40

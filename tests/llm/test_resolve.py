@@ -11,6 +11,7 @@ import cortex_kernel.llm as llm
 from cortex_kernel.exceptions import ConfigError
 from cortex_kernel.llm import DEMO_NOTE, DEMO_TRANSCRIPT, default_model_name, resolve_model
 from cortex_kernel.llm.errors import PROVIDER_KEY_ENV
+from cortex_kernel.model_options import ModelOptions
 
 KEY_VARS = sorted(set(PROVIDER_KEY_ENV.values()) | set(llm.DEFAULT_MODELS) | {"CORTEX_MODEL"})
 
@@ -35,7 +36,8 @@ def test_resolving_a_litellm_model_does_not_import_litellm_yet() -> None:
     code = (
         "import sys\n"
         "from cortex_kernel.llm import resolve_model, ProtocolPrompt\n"
-        "m = resolve_model('openai/gpt-4o-mini', timeout=5)\n"
+        "from cortex_kernel.model_options import ModelOptions\n"
+        "m = resolve_model('openai/gpt-4o-mini', ModelOptions(timeout=5))\n"
         "ProtocolPrompt().system_prompt.__call__\n"
         "assert type(m).__name__ == 'LiteLLMModel'\n"
         "assert 'litellm' not in sys.modules\n"
@@ -76,9 +78,8 @@ def test_cortex_model_wins(clean_env: pytest.MonkeyPatch) -> None:
 
 
 def test_a_named_model_and_options() -> None:
-    model = resolve_model(
-        "openai/gpt-4o", protocol="tools", timeout=3, num_retries=1, api_base="http://h/v1"
-    )
+    options = ModelOptions(protocol="tools", timeout=3, retries=1, api_base="http://h/v1")
+    model = resolve_model("openai/gpt-4o", options)
     from cortex_kernel.llm import LiteLLMModel
 
     assert isinstance(model, LiteLLMModel)
@@ -99,7 +100,7 @@ def test_replay_specs_go_to_the_replay_model() -> None:
 
 def test_a_bad_protocol_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="protocol"):
-        resolve_model("openai/x", protocol="json")
+        resolve_model("openai/x", ModelOptions.from_mapping({"protocol": "json"}))
 
 
 def test_preload_imports_litellm_in_the_background() -> None:
@@ -111,6 +112,5 @@ def test_preload_imports_litellm_in_the_background() -> None:
         "assert 'litellm' in sys.modules\n"
         "from cortex_kernel.llm.litellm_model import aload_litellm\n"
         "assert anyio.run(aload_litellm) is sys.modules['litellm']\n"
-        "import os; assert os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] == 'True'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

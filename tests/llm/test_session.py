@@ -146,7 +146,7 @@ async def test_the_key_never_leaks(
         assert SECRET not in text
     for record in server.requests:
         assert SECRET not in json.dumps(record.body)  # the prompt as the provider saw it
-    assert SECRET not in repr(session.model)
+    assert SECRET not in repr(session.config.model)
 
 
 async def test_native_tool_calls_run_and_answer_with_tool_messages(

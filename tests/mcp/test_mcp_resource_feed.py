@@ -8,7 +8,7 @@ import pytest
 
 from cortex_kernel.agent import build_session, mcp_hub
 from cortex_kernel.exceptions import ToolError
-from cortex_kernel.manifest import FeedSpec
+from cortex_kernel.runtime.feeds import FeedSpec
 from tests.runtime.test_internal_actions import Recording, system
 
 from .support import stdio_entry, write_manifest
@@ -36,7 +36,7 @@ async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
     )
     session = build_session(manifest=manifest, transcript_dir=tmp_path)
     model = Recording(tmp_path / "turns.jsonl")
-    session.model = model
+    session.config = session.config.replace(model=model)
     async with session:
         result = await session.run("go")
         assert result.status == "ok", result.message

@@ -101,7 +101,7 @@ async def test_cancelling_the_run_cancels_a_refresh_under_way(tmp_path: Path) ->
     assert other_tasks(s, before) == set()
     # The session still works: the next run fetches again.
     TICKER.reset()
-    s.model = replay(tmp_path, "<response>back</response>")
+    s.config = s.config.replace(model=replay(tmp_path, "<response>back</response>"))
     again = await s.run("again")
     assert again.answer == "back"
     await s.aclose()
@@ -179,7 +179,7 @@ async def test_workflow_source_and_a_failing_step(tmp_path: Path) -> None:
     manifest.write_text(WORKFLOW_MANIFEST + f"model: 'replay:{turns}'\n", encoding="utf-8")
     s = build_session(manifest=manifest, transcript_dir=tmp_path)
     model = Recording(turns)
-    s.model = model
+    s.config = s.config.replace(model=model)
     result = await s.run("go")
     assert result.status == "ok", result.message
     prompt = system(model, 0)
@@ -236,7 +236,7 @@ async def test_relic_source_reads_a_live_relic(tmp_path: Path) -> None:
     )
     s = build_session(manifest=manifest, transcript_dir=tmp_path)
     model = Recording(turns)
-    s.model = model
+    s.config = s.config.replace(model=model)
     result = await s.run("remember Lyon")
     assert result.status == "ok", result.message
     # ttl 0: every turn reads the relic; the second turn sees what the first stored.

@@ -204,7 +204,7 @@ async def test_model_output_names_sources_and_never_writes_one(tmp_path: Path) -
     )
     assert feed_sources.CALLS == []  # never called
     assert [spec.id for spec in s.feeds.specs] == ["clock"]
-    assert s.feeds.specs[0].source == {"internal": "run_status"}
+    assert s.feeds.specs[0].source.data() == {"internal": "run_status"}
     assert audits(result)[:3] == [("add_context_feed", "blocked")] * 3
     await s.aclose()
 
@@ -297,7 +297,7 @@ async def test_the_manifest_grants_and_declares(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     s = build_session(manifest=manifest, transcript_dir=tmp_path)
-    assert s.allowed_internal == frozenset({"remove_context_feed"})
+    assert s.config.allowed_internal == frozenset({"remove_context_feed"})
     result = await s.run("go")
     assert audits(result) == [("remove_context_feed", "ok"), ("clear_context", "blocked")]
     assert [e.feed_id for e in result.events if e.type == "feed_updated"] == ["clock"]  # type: ignore[union-attr]

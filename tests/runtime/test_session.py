@@ -416,7 +416,7 @@ async def test_internal_actions_and_permissions(tmp_path: Path) -> None:
         ]
     )
     s = session(model, tmp_path)
-    s.allowed_internal = frozenset({"set_variable"})
+    s.config = s.config.replace(allowed_internal=frozenset({"set_variable"}))
     result = await s.run("go")
     assert result.variables["k"] == [1, 2]
     errors = [e for e in result.events if e.type == "action_error"]
