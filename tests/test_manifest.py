@@ -293,3 +293,26 @@ def test_a_recursive_alias_or_deep_nesting_is_one_config_error(tmp_path: Path) -
     )
     deep = write(tmp_path, "deep.yaml", "name: x\ncontext_feeds: " + "[" * 5000 + "]" * 5000)
     assert message(deep) == f"{deep}: not valid YAML: nested too deeply"
+
+
+def test_a_feed_source_or_relic_has_the_fields_of_its_kind_only(tmp_path: Path) -> None:
+    # A misspelt key of a source is an error naming its line (it used to be
+    # dropped: the tool then ran without its parameters).
+    feeds = write(
+        tmp_path,
+        "feeds.yaml",
+        "context_feeds:\n  - id: price\n    source: {tool: quote, paramters: {symbol: XYZ}}\n",
+    )
+    assert message(feeds).endswith(
+        f"{feeds}:3: context_feeds[0].source.paramters: unknown field; "
+        "allowed here: parameters, tool"
+    )
+    relic = write(tmp_path, "relic.yaml", "relics:\n  - {name: db, kind: sqlite, health: /up}\n")
+    assert message(relic).endswith(
+        f"{relic}:2: relics[0].health: not a field of sqlite relics "
+        "(theirs: confirm, description, kind, name, path, startup_timeout, timeout)"
+    )
+    loaded = load_manifest(
+        write(tmp_path, "good.yaml", "context_feeds: [{id: p, source: {tool: quote}}]\n")
+    )
+    assert loaded.agent().context_feeds[0].source.data() == {"tool": "quote"}

@@ -13,7 +13,8 @@ import anyio
 import pytest
 
 from cortex_kernel.agent import build_session
-from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec
+from cortex_kernel.exceptions import ActionError
+from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, feed_spec
 
 from . import feed_sources
 from .feed_sources import TICKER
@@ -248,3 +249,11 @@ async def test_relic_source_reads_a_live_relic(tmp_path: Path) -> None:
         model, 0
     )
     await s.aclose()
+
+
+def test_a_source_has_the_fields_of_its_kind_only() -> None:
+    with pytest.raises(ActionError, match="invalid context feed: source: tool: paramters: "):
+        feed_spec({"id": "q", "source": {"tool": "quote", "paramters": {"symbol": "XYZ"}}})
+    spec = feed_spec({"id": "q", "source": {"tool": "quote", "parameters": {"symbol": "XYZ"}}})
+    assert spec.kind == "tool"
+    assert spec.source.data() == {"tool": "quote", "parameters": {"symbol": "XYZ"}}
