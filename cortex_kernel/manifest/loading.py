@@ -238,6 +238,7 @@ class _Place:
     tag: str | None = None  # the kind of the union member the error is in…
     kinds: dict[str, type[BaseModel]] | None = None  # …and that union's members
     union: str = ""  # the field holding the union (relics, tools, source)
+    inner: type[BaseModel] | None = None  # the model the whole location leads to
 
 
 def _place(model: type[BaseModel], loc: Sequence[str | int]) -> _Place:
@@ -264,6 +265,7 @@ def _place(model: type[BaseModel], loc: Sequence[str | int]) -> _Place:
         field = part
         pending = _tagged(info.annotation)
         current = None if pending else _inner_model(info.annotation)
+    place.inner = current
     return place
 
 
@@ -295,23 +297,28 @@ def _describe(
             message = f"not a field of {kind} {place.union} (theirs: {own})"
         else:
             message = f"unknown field; allowed here: {own}"
-    elif error["type"] == "missing" and kind is not None:
+    elif error["type"] == "missing" and kind is not None and place.model is kinds.get(kind):
         message = f"a {kind} {place.union.removesuffix('s')} needs '{full[-1]}'"
-    elif error["type"] == "union_tag_not_found":
-        message = f"needs '{error.get('ctx', {}).get('discriminator', 'kind')}': " + ", ".join(
-            kinds or _tagged_at(model, error["loc"])
-        )
+    elif error["type"] in ("union_tag_not_found", "union_tag_invalid"):
+        context = error.get("ctx") or {}
+        key = str(context.get("discriminator", "kind")).strip("'")
+        known = ", ".join(_tagged_at(model, error["loc"]))
+        if error["type"] == "union_tag_not_found":
+            message = f"needs '{key}': one of {known}"
+        else:
+            message = f"unknown {key} {context.get('tag')!r}; one of {known}"
     elif message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     return f"{where}: {_field_path(full)}: {message}"
 
 
 def _tagged_at(model: type[BaseModel], loc: Sequence[str | int]) -> dict[str, type[BaseModel]]:
-    """The members of the union at ``loc`` (whose tag was not found)."""
-    place = _place(model, loc)
-    if place.model is None or not place.loc:
+    """The members of the tagged union that holds ``loc`` (``relics[0]``: the relic kinds)."""
+    fields = [index for index, part in enumerate(loc) if isinstance(part, str)]
+    if not fields:
         return {}
-    info = _field(place.model, str(place.loc[-1]))
+    holder = _place(model, loc[: fields[-1]]).inner
+    info = _field(holder, str(loc[fields[-1]])) if holder is not None else None
     return _tagged(info.annotation) if info is not None else {}
 
 
