@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         PromptBuilder,
         PromptContext,
         ProtocolName,
+        SessionConfig,
         ToolCall,
         protocol_named,
     )
@@ -59,6 +60,7 @@ __all__ = [
     "RuntimeEvent",
     "Scheduler",
     "Session",
+    "SessionConfig",
     "Tool",
     "ToolCall",
     "ToolRegistry",
@@ -82,6 +84,7 @@ _LAZY: dict[str, str] = {
     "PromptBuilder": ".ports",
     "PromptContext": ".ports",
     "ProtocolName": ".ports",
+    "SessionConfig": ".ports",
     "ToolCall": ".ports",
     "protocol_named": ".ports",
     "Session": ".session",
