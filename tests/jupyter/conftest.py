@@ -109,6 +109,23 @@ class Kernel:
                     return
         raise AssertionError(f"{target} never reached {state}")
 
+    def wait_for_stream(self, msg_id: str, text: str, timeout: float) -> None:
+        """Read iopub until ``msg_id``'s output contains ``text`` (messages are kept)."""
+        deadline = time.monotonic() + timeout
+        seen = ""
+        while time.monotonic() < deadline:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            self._buffered.append(msg)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                seen += msg["content"]["text"]
+                if text in seen:
+                    return
+        raise AssertionError(f"{text!r} never appeared in the cell's output")
+
+    def ops_of(self, result: CellResult, target: str) -> list[dict[str, Any]]:
+        """The widget deltas of node ``target`` in ``result``, in the order they came."""
+        return [op[2] for op in result.widget_ops() if op[0] == "n" and op[1] == target]
+
     @property
     def pid(self) -> int:
         provisioner = self.km.provisioner

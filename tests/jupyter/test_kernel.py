@@ -131,17 +131,20 @@ def test_failed_run_fails_the_cell(cortex: Kernel, replay_dir: Path) -> None:
     assert cortex.python("%%python\nprint(_run.status)").strip() == "error"
 
 
-def test_interrupt_cancels_within_a_second(cortex: Kernel, replay_dir: Path) -> None:
+def test_interrupt_cancels_the_run_before_it_ends(cortex: Kernel, replay_dir: Path) -> None:
     children_before = {p.pid for p in psutil.Process(cortex.pid).children(recursive=True)}
     msg_id = cortex.send(f"%%agent --model replay:{replay_dir}/slow.jsonl?tps=50\ngo")
     # Interrupt while the slow action runs and the thought still streams.
     cortex.wait_for_op(msg_id, "n", "a1", "running", timeout=20)
-    interrupted = time.monotonic()
     cortex.km.interrupt_kernel()
-    result = cortex.collect(msg_id, timeout=30, started=interrupted)
+    result = cortex.collect(msg_id, timeout=30)
     assert result.status == "error", dump(result)
     assert result.reply["content"]["ename"] == "RunInterrupted"
-    assert result.seconds < 1.0, f"interrupt took {result.seconds:.2f}s"
+    # Cut, not finished: the action never succeeded and the model's turn never
+    # reached its response (the stream was closed mid-thought).
+    states = [op["state"] for op in cortex.ops_of(result, "a1") if "state" in op]
+    assert states[-1] == "cancelled" and "succeeded" not in states, states
+    assert not [op for op in result.widget_ops() if op[0] == "rs"]
     final = result.of_type("update_display_data")[-1]["content"]["data"]["text/plain"]
     assert final.startswith("Cortex run [cancelled]")
     assert "a1 llm" in final and "cancelled" in final.splitlines()[1]
@@ -160,11 +163,14 @@ def test_interrupt_kills_the_subprocess_of_a_running_tool(cortex: Kernel, replay
         time.sleep(0.05)
     started = [p.pid for p in sleeps(cortex.pid)]
     assert started, "the tool's subprocess never started"
-    interrupted = time.monotonic()
     cortex.km.interrupt_kernel()
-    result = cortex.collect(msg_id, timeout=30, started=interrupted)
+    result = cortex.collect(msg_id, timeout=30)
     assert result.reply["content"]["ename"] == "RunInterrupted", dump(result)
-    assert result.seconds < 1.0, f"interrupt took {result.seconds:.2f}s"
+    # Cut, not finished: the action never succeeded and the model's turn never
+    # reached its response (the stream was closed mid-thought).
+    states = [op["state"] for op in cortex.ops_of(result, "t1") if "state" in op]
+    assert states[-1] == "cancelled" and "succeeded" not in states, states
+    assert not [op for op in result.widget_ops() if op[0] == "rs"]
     assert (
         "t1 tool sleeper (async): cancelled"
         in (result.of_type("update_display_data")[-1]["content"]["data"]["text/plain"])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from cortex_kernel.agent import build_session
@@ -58,14 +58,23 @@ async def test_turns_in_order_then_exhausted(tmp_path: Path) -> None:
         await collect(model)
 
 
-async def test_tps_paces_the_stream(tmp_path: Path) -> None:
-    text = " word" * 50  # 50 tokens
+async def test_tps_paces_the_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The waits the stream asks for, not how long they took: no real time
+    # passes, so each wait is how far ahead of the start its chunk is due.
+    waits: list[float] = []
+
+    async def recorded(seconds: float) -> None:
+        waits.append(seconds)
+        await anyio.lowlevel.checkpoint()
+
+    monkeypatch.setattr("cortex_kernel.llm.replay.anyio.sleep", recorded)
+    text = " word" * 50  # 50 tokens, 3 to a chunk
     model = ReplayModel(write(tmp_path / "t.jsonl", {"content": text}), tps=500)
-    started = time.monotonic()
     chunks = await collect(model)
-    elapsed = time.monotonic() - started
-    assert "".join(chunks) == text and len(chunks) > 5
-    assert elapsed >= 0.09  # 50 tokens at 500/s ~ 0.1 s
+    assert "".join(chunks) == text and len(chunks) == 17
+    assert len(waits) == 17 and waits == sorted(waits)  # one wait per chunk, each due later
+    assert waits[0] == pytest.approx(3 / 500, abs=0.005)  # the first chunk's 3 tokens
+    assert waits[-1] == pytest.approx(50 / 500, abs=0.005)  # all 50 at 500 tokens/s
 
 
 async def test_tool_calls_become_protocol(tmp_path: Path) -> None:
