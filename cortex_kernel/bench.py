@@ -145,12 +145,29 @@ def run_benchmarks(name: str | None = None) -> int:
     results_dir = benchmarks_dir() / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     for bench in names:
-        print(f"== bench {bench} ==", flush=True)
+        load_before = _load_average()
+        print(f"== bench {bench} == (load average {_load_text(load_before)})", flush=True)
         started = time.time()
         result = load_benchmark(bench).main()
+        load_after = _load_average()
         result.setdefault("benchmark", bench)
         result.setdefault("timestamp", started)
+        # The machine's load with every figure: on a shared machine the
+        # neighbours move wall-time figures (CPU-time ratios much less).
+        result.setdefault("load_average", {"before": load_before, "after": load_after})
         out = results_dir / f"{bench}.json"
         out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-        print(f"-> {out}", flush=True)
+        print(f"-> {out} (load average {_load_text(load_after)})", flush=True)
     return 0
+
+
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (``None`` where the system has none)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:  # pragma: no cover - Windows
+        return None
+
+
+def _load_text(load: list[float] | None) -> str:
+    return "unknown" if load is None else ", ".join(f"{value:.2f}" for value in load)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_kernel.bench import percentile
+from cortex_kernel.bench import percentile, run_benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,3 +69,23 @@ def test_bench_and_demo_outside_a_source_checkout_say_where_to_run_them(tmp_path
         assert "source checkout" in result.stderr and target in result.stderr
         assert "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_runner_writes_each_result_with_the_machine_s_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    (folder / "bench_tiny.py").write_text(
+        "def main():\n    print('tiny figures')\n    return {'figure': 1.5}\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("CORTEX_BENCH_DIR", str(folder))
+    assert run_benchmarks("tiny") == 0
+    result = json.loads((folder / "results" / "tiny.json").read_text(encoding="utf-8"))
+    assert result["figure"] == 1.5 and result["benchmark"] == "tiny"
+    load = result["load_average"]
+    assert set(load) == {"before", "after"}
+    assert all(len(value) == 3 for value in load.values())  # 1, 5 and 15 minutes
+    out = capsys.readouterr().out
+    assert "tiny figures" in out and out.count("load average") == 2
+    assert run_benchmarks("nope") == 2
