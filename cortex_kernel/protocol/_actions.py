@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from ._attributes import split_ids
-from ._jsonrepair import loads_lenient
+from ._jsonrepair import holds_lone_surrogate, loads_lenient, surrogate_escape
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 
 __all__ = ["BuiltAction", "BuiltFeed", "build_action", "build_feed", "fast_action", "strict_object"]
@@ -48,7 +48,6 @@ _scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_sca
     json.JSONDecoder()  # type: ignore[arg-type]  # typeshed: the class, in truth its instance
 )
 _json_space: Final = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE
-_surrogate_escape: Final = re.compile(r"\\u[dD][89a-fA-F]").search  # as in ._jsonrepair
 
 
 class BuiltAction(NamedTuple):
@@ -340,8 +339,6 @@ def build_action(
 
 def strict_object(raw_body: str) -> dict[str, Any] | None:
     """``raw_body`` as a JSON object when it is strict JSON with nothing to repair."""
-    if "\\" in raw_body and _surrogate_escape(raw_body) is not None:
-        return None  # a lone surrogate, which build_action replaces
     # Possibly too deep: build_action measures and reports it. (Deeper than
     # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
     # cannot be, and counting costs more than the rest of a small body.)
@@ -360,6 +357,8 @@ def strict_object(raw_body: str) -> dict[str, Any] | None:
         return None
     if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
         return None
+    if "\\" in raw_body and surrogate_escape(raw_body) is not None and holds_lone_surrogate(body):
+        return None  # build_action replaces it
     return body
 
 

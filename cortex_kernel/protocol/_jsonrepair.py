@@ -23,13 +23,15 @@ import json
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["JsonResult", "loads_lenient"]
+__all__ = ["JsonResult", "holds_lone_surrogate", "loads_lenient", "surrogate_escape"]
 
 _FENCE_OPEN_RE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n?")
 _FENCE_CLOSE_RE = re.compile(r"\r?\n?[ \t]*```\s*\Z")
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _PY_LITERAL_RE = re.compile(r"\b(True|False|None)\b")
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
+#: ``surrogate_escape(text)``: where ``text`` escapes a surrogate (``\\udxxx``), if it does.
+surrogate_escape = _SURROGATE_ESCAPE_RE.search
 _LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -118,6 +120,22 @@ def _rewrite(text: str) -> tuple[str, list[str]]:
     return "".join(out), repairs
 
 
+def holds_lone_surrogate(value: Any) -> bool:
+    """Whether a string in ``value`` (dicts, lists, nested; keys too) holds a lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE_RE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def _without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         if _LONE_SURROGATE_RE.search(value) is None:
@@ -132,11 +150,9 @@ def _without_lone_surrogates(value: Any) -> Any:
 
 def _checked(result: JsonResult, text: str) -> JsonResult:
     """Replace lone surrogates, which only a ``\\udxxx`` escape can produce."""
-    if _SURROGATE_ESCAPE_RE.search(text) is None:
+    if _SURROGATE_ESCAPE_RE.search(text) is None or not holds_lone_surrogate(result.value):
         return result
     value = _without_lone_surrogates(result.value)
-    if value == result.value:
-        return result
     return JsonResult(True, value, (*result.repairs, "lone surrogates"), "")
 
 

@@ -132,20 +132,6 @@ _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 _NO_ATTRIBUTES: Final[tuple[dict[str, str], bool, str]] = ({}, False, "")
 
 
-def _text_event(cls: type[TextEvent] | None, start: int, end: int, text: str) -> TextEvent:
-    """The text event of a text state's ``text_cls`` (text, thought or response delta).
-
-    Each class named, not called through ``cls``: compiled, a named class is
-    a direct call of its constructor, a class in a variable a generic call
-    at three times the cost (most of a plain-text ``feed``).
-    """
-    if cls is ThoughtDelta:
-        return ThoughtDelta((start, end), text)
-    if cls is ResponseDelta:
-        return ResponseDelta((start, end), text)
-    return Text((start, end), text)
-
-
 def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | None:
     """The tag ``buf[lt : gt + 1]`` when it is one of ``state``'s, in the plain case.
 
@@ -255,7 +241,7 @@ class Parser:
 
     # The text hot path and the checks of held input are inlined on purpose:
     # one method call more per chunk costs ~5% at chunks of 4 (bench parser).
-    def feed(self, text: str) -> list[ParserEvent]:  # noqa: C901, PLR0911, PLR0912
+    def feed(self, text: str) -> list[ParserEvent]:  # noqa: C901, PLR0912
         """Take the next chunk of the stream.
 
         Parameters
@@ -276,12 +262,7 @@ class Parser:
                 return []
             start = self._base
             end = self._base = start + len(text)
-            # _text_event, inlined (one call less per chunk).
-            if hot is ThoughtDelta:
-                return [ThoughtDelta((start, end), text)]
-            if hot is ResponseDelta:
-                return [ResponseDelta((start, end), text)]
-            return [Text((start, end), text)]
+            return [hot((start, end), text)]
         state = self._state
         if state.text_cls is None:
             if ">" not in text:
@@ -308,7 +289,7 @@ class Parser:
                     self._held_open_tag = held_open_tag
                     if not lt:
                         return []
-                    return [_text_event(state.text_cls, start, start + lt, text[:lt])]
+                    return [state.text_cls((start, start + lt), text[:lt])]
         elif not self._held_open_tag:
             # self._buf is a held `<` + part of a name: still one?
             if "<" not in text and ">" not in text:
@@ -397,7 +378,8 @@ class Parser:
         i = 0
         state = self._state
         while i < n:
-            if state.text_cls is None:  # in a body
+            text_cls = state.text_cls
+            if text_cls is None:  # in a body
                 lt, end, body = self._body.end(state, buf, i, final)
                 i = end
                 if body is None:
@@ -423,9 +405,7 @@ class Parser:
                 stop = self._hold(state, buf, lt)
             if stop > i:
                 text = buf[i:stop] if i or stop < n else buf
-                # events.append, not an alias of it: compiled, a bound method
-                # held in a variable is a generic call, list.append a C one.
-                events.append(_text_event(state.text_cls, base + i, base + stop, text))
+                events.append(text_cls((base + i, base + stop), text))
             if tag is None:
                 i = stop
                 break

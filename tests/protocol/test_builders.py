@@ -93,12 +93,12 @@ def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.pure_python  # patches a name the compiled parser binds at build time
-def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_escaped(
+def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_lone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # What models write in code and documents: \n, \", \\, \u00e9, an emoji as
-    # a surrogate pair. A surrogate escape is left to the general builder,
-    # which replaces a lone one.
+    # a surrogate pair. A lone surrogate is left to the general builder,
+    # which replaces it.
     bodies = [
         r'{"name": "run", "parameters": {"code": "print(\"hi\")\n", "path": "C:\\tmp"}}',
         r'{"name": "say", "parameters": {"text": "caf\u00e9 \t tab"}}',
@@ -106,7 +106,7 @@ def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_escaped(
         r'{"name": "say", "parameters": {"text": "\ud800 alone"}}',
     ]
     text = "".join(f'<action type="tool">{body}</action>' for body in bodies)
-    assert _parse_comparing(monkeypatch, text).accepted == 2
+    assert _parse_comparing(monkeypatch, text).accepted == 3
     parser = Parser()
     parsed = [e.action for e in parser.feed(text) if e.type == "action_parsed"]
     texts = [action.parameters.get("text") for action in parsed]
