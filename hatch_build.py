@@ -1,9 +1,10 @@
 """The optional compiled build of the parser (mypyc, as black builds its wheels).
 
-The parser's scanning loop is Python; compiled with mypyc it runs ~1.4×
-faster (``cortex-kernel bench parser``, README "Benchmarks"). The pure-Python
-modules always ship and always work: the compiled ones sit beside them and
-Python prefers an extension module to a ``.py`` of the same name.
+The parser's scanning loop is Python; compiled with mypyc it runs faster, by
+as much as ``cortex-kernel bench parser`` measures on both builds (figures in
+docs/benchmarks.md, "parser"). The pure-Python modules always ship and
+always work: the compiled ones sit beside them and Python prefers an
+extension module to a ``.py`` of the same name.
 
 - As a hatch build hook (``[tool.hatch.build.targets.wheel.hooks.custom]``):
   a wheel (not an editable install) gets the compiled modules when a C

@@ -27,7 +27,6 @@ from ..protocol.parser_events import (
 from ..safejson import load_json_line, model_json
 
 __all__ = [
-    "RUNTIME_EVENT_TYPES",
     "ActionCancelled",
     "ActionFailed",
     "ActionLog",
@@ -317,25 +316,6 @@ RuntimeEvent = Annotated[
     Field(discriminator="type"),
 ]
 
-RUNTIME_EVENT_TYPES: tuple[str, ...] = (
-    "run_started",
-    "turn_started",
-    "turn_ended",
-    "action_queued",
-    "action_started",
-    "action_succeeded",
-    "action_failed",
-    "action_skipped",
-    "action_cancelled",
-    "action_log",
-    "action_placed",
-    "approval_requested",
-    "approval_decided",
-    "variable_bound",
-    "feed_updated",
-    "internal_action",
-    "run_finished",
-)
 
 # What a run emits: a parser event (a dataclass) or a runtime event.
 AnyEvent = ParserEvent | RuntimeEvent
