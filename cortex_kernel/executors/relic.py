@@ -39,7 +39,7 @@ import anyio.to_thread
 
 from ..exceptions import RelicCrashed, RelicError, UnknownActionError
 from ..protocol.models import Action
-from ..protocol.parser_events import Warning
+from ..protocol.parser_events import WarningEvent
 from ..runtime.ports import ExecutionContext, Executor
 from ..runtime.run_events import scoped_emit
 from ..runtime.tools import closest_names
@@ -434,7 +434,7 @@ class RelicExecutor(Executor):
         emit = scoped_emit(context.emit)  # a workflow's step reports as w1/a1
 
         def warn(message: str) -> None:
-            emit(Warning(span=(0, 0), t=context.clock(), id=action_id, message=message))
+            emit(WarningEvent(span=(0, 0), t=context.clock(), id=action_id, message=message))
 
         operation = body.get("operation")
         if operation is None and "op" in body:

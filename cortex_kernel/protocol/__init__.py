@@ -25,7 +25,7 @@ from .parser_events import (
     ThoughtDelta,
     ThoughtEnd,
     ThoughtStart,
-    Warning,
+    WarningEvent,
     parse_parser_event,
 )
 
@@ -52,6 +52,15 @@ __all__ = [
     "ThoughtDelta",
     "ThoughtEnd",
     "ThoughtStart",
-    "Warning",
+    "WarningEvent",
     "parse_parser_event",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The old name of WarningEvent, deprecated (see parser_events).
+    if name == "Warning":
+        from . import parser_events
+
+        return parser_events.Warning  # warns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -115,7 +115,7 @@ from .parser_events import (
     ThoughtDelta,
     ThoughtEnd,
     ThoughtStart,
-    Warning,
+    WarningEvent,
 )
 
 __all__ = ["Parser"]
@@ -184,7 +184,7 @@ def _warn_other_close(
     at = span[0]
     message = f"</{found}> closed the open <{open_name}>: read as </{open_name}>"
     details: dict[str, Any] = {"open": open_name, "closing_tag": found}
-    events.append(Warning(span=(at, at), message=message, details=details))
+    events.append(WarningEvent(span=(at, at), message=message, details=details))
 
 
 class Parser:
@@ -467,7 +467,7 @@ class Parser:
             elif value not in _TRUE_WORDS:
                 at = span[0]
                 message = f"response final={word!r} is not true or false; read as true"
-                events.append(Warning(span=(at, at), message=message))
+                events.append(WarningEvent(span=(at, at), message=message))
         events.append(ResponseStart(span, final))
         end = span[1]
         if junk:
@@ -546,7 +546,7 @@ class Parser:
             start = span[0]
             for message, details in built.warnings:
                 events.append(
-                    Warning(span=(start, start), message=message, id=built.id, details=details)
+                    WarningEvent(span=(start, start), message=message, id=built.id, details=details)
                 )
             if built.action is None:
                 message = built.error or "invalid action"
@@ -578,7 +578,7 @@ class Parser:
         start = span[0]
         for message, details in built.warnings:
             events.append(
-                Warning(span=(start, start), message=message, id=built.id, details=details)
+                WarningEvent(span=(start, start), message=message, id=built.id, details=details)
             )
         if built.feed is not None:
             events.append(ContextFeed(span=span, feed=built.feed))
@@ -596,7 +596,7 @@ class Parser:
     def _warn_junk(events: list[ParserEvent], junk: str, at: int, action_id: str | None) -> None:
         details: dict[str, Any] = {"ignored": junk}
         message = f"ignored characters in a tag: {junk!r}"
-        events.append(Warning(span=(at, at), message=message, id=action_id, details=details))
+        events.append(WarningEvent(span=(at, at), message=message, id=action_id, details=details))
 
 
 # The transition table: (state, tag) -> handler. A tag is the lower-cased

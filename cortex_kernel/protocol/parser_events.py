@@ -52,7 +52,7 @@ __all__ = [
     "ThoughtDelta",
     "ThoughtEnd",
     "ThoughtStart",
-    "Warning",
+    "WarningEvent",
     "parse_parser_event",
     "validate",
 ]
@@ -218,7 +218,7 @@ class ContextFeed(ParserEventBase):
 
 
 @dataclass(slots=True)
-class Warning(ParserEventBase):  # shadows the builtin on purpose: the protocol names it
+class WarningEvent(ParserEventBase):
     """Something was repaired or looked odd; nothing was lost."""
 
     type: Literal["warning"] = field(default="warning", init=False)
@@ -239,7 +239,7 @@ ParserEvent = (
     | ResponseDelta
     | ResponseEnd
     | ContextFeed
-    | Warning
+    | WarningEvent
 )
 
 #: A parser event as pydantic reads it: the union, told apart by ``type``
@@ -278,3 +278,17 @@ def parse_parser_event(line: str | bytes) -> ParserEvent:
         When the line is not JSON or not a valid parser event.
     """
     return load_json_line(ADAPTER, line)
+
+
+def __getattr__(name: str) -> Any:
+    # ``Warning`` (it shadowed the builtin) was this class's name: kept importable, deprecated.
+    if name == "Warning":
+        import warnings
+
+        warnings.warn(
+            "cortex_kernel.protocol's Warning event class is deprecated; use WarningEvent",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return WarningEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,7 +51,7 @@ from ..protocol.parser_events import (
     ResponseStart,
     Text,
     ThoughtDelta,
-    Warning,
+    WarningEvent,
 )
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer
@@ -297,7 +297,7 @@ class Run:
             )
         )
         for notice in self.context.notices:
-            self.emit(Warning(span=(0, 0), t=self.clock(), message=notice))
+            self.emit(WarningEvent(span=(0, 0), t=self.clock(), message=notice))
         status: RunStatus = "ok"
         message = ""
         answer = ""
@@ -612,7 +612,7 @@ class Run:
         except Exception as exc:
             turn.error = f"model error ({type(exc).__name__}): {exc}; the turn was discarded"
         for notice in notices:
-            self.emit(Warning(span=(0, 0), t=self.clock(), turn=number, message=notice))
+            self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=number, message=notice))
         if turn.error is not None:
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="error", usage=turn.usage))
             return turn

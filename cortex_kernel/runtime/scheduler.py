@@ -48,7 +48,7 @@ from anyio.abc import TaskGroup
 
 from ..exceptions import ActionError, UnknownActionError, VariableReferenceError
 from ..protocol.models import Action, ActionMode, ActionType
-from ..protocol.parser_events import ActionErrorEvent, ParserEvent, Warning
+from ..protocol.parser_events import ActionErrorEvent, ParserEvent, WarningEvent
 from .drift import RETRYABLE_STATES, duplicate_id_message
 from .nodes import (
     FIRE_AND_FORGET,
@@ -218,7 +218,7 @@ class Scheduler:
             # new attempt; the old node is settled and reported already.
             self._retire(earlier)
             self._emit(
-                Warning(
+                WarningEvent(
                     span=(0, 0),
                     t=now,
                     id=action.id,

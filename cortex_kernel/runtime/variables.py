@@ -36,7 +36,7 @@ from typing import Any
 
 from ..exceptions import VariableReferenceError
 from ..protocol.models import Action
-from ..protocol.parser_events import Warning
+from ..protocol.parser_events import WarningEvent
 from .results import preview
 from .run_events import VariableBound
 
@@ -141,7 +141,7 @@ class VariableStore:
 
     def bind(
         self, name: str, value: Any, *, t: float, action_id: str | None = None, public: bool = True
-    ) -> list[VariableBound | Warning]:
+    ) -> list[VariableBound | WarningEvent]:
         """Bind ``name``; ``public`` names also go to the namespace; return the events.
 
         Non-public bindings are action ids: looked up after named values. A
@@ -153,7 +153,7 @@ class VariableStore:
             return []
         self.values[name] = value
         self.bound_in_run[name] = value
-        events: list[VariableBound | Warning] = [
+        events: list[VariableBound | WarningEvent] = [
             VariableBound(
                 t=t, name=name, id=action_id, type_name=type(value).__name__, preview=preview(value)
             )
@@ -166,7 +166,7 @@ class VariableStore:
             self._written[name] = value
             return events
         events.append(
-            Warning(
+            WarningEvent(
                 span=(0, 0),
                 t=t,
                 id=action_id,
@@ -179,7 +179,9 @@ class VariableStore:
         )
         return events
 
-    def bind_result(self, action: Action, value: Any, *, t: float) -> list[VariableBound | Warning]:
+    def bind_result(
+        self, action: Action, value: Any, *, t: float
+    ) -> list[VariableBound | WarningEvent]:
         """Bind an action's result by its id and its ``output_key``; return the events."""
         self.bind(action.id, value, t=t, action_id=action.id, public=False)
         if not action.output_key:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from cortex_kernel.llm.grammar import json_value_grammar, literal, protocol_grammar
 from cortex_kernel.llm.prompt import WORKED_EXAMPLE_TURNS
-from cortex_kernel.protocol import ActionErrorEvent, ActionParsed, Parser, Text, Warning
+from cortex_kernel.protocol import ActionErrorEvent, ActionParsed, Parser, Text, WarningEvent
 from cortex_kernel.runtime.ports import PromptContext
 from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.gbnf import Matcher, accepts, random_text, stack_counts
@@ -145,7 +145,7 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
     assert accepts(matcher, turn)
     parser = Parser()
     events = parser.feed(turn) + parser.close()
-    assert [e for e in events if isinstance(e, ActionErrorEvent | Warning)] == []
+    assert [e for e in events if isinstance(e, ActionErrorEvent | WarningEvent)] == []
     assert [e.action.id for e in events if isinstance(e, ActionParsed)] == ["p_1", "a1", "l"]
     assert all(e.text.isspace() for e in events if isinstance(e, Text))
     # A sync action ends the turn, inside a thought too.
@@ -637,7 +637,7 @@ def test_every_turn_in_the_grammar_parses_into_actions_that_can_run(
     assert [
         w.message
         for w in events
-        if isinstance(w, Warning)
+        if isinstance(w, WarningEvent)
         if not w.message.startswith("depends_on=")
     ] == []
     assert all(e.text.isspace() for e in events if isinstance(e, Text))

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_kernel.protocol import Parser, Text, Warning, parse_parser_event
+from cortex_kernel.protocol import Parser, Text, WarningEvent, parse_parser_event
 from cortex_kernel.runtime.run_events import ActionSucceeded, parse_event
 
 
@@ -37,7 +37,7 @@ def test_unknown_and_deep_values_in_details_are_written_with_a_marker() -> None:
     deep: list[object] = []
     for _ in range(1000):
         deep = [deep]
-    event = Warning(span=(0, 0), message="odd", details={"obj": Unprintable(), "deep": deep})
+    event = WarningEvent(span=(0, 0), message="odd", details={"obj": Unprintable(), "deep": deep})
     record = json.loads(event.to_json())
     assert record["details"]["obj"] == "<unprintable Unprintable: ValueError>"
     assert "nested deeper than" in json.dumps(record["details"]["deep"])
@@ -74,3 +74,19 @@ def test_a_lone_surrogate_in_an_attribute_name_round_trips() -> None:
         assert parse_parser_event(event.to_json()) == event
     kept = Text(span=(0, 1), text="\ufffd")
     assert parse_parser_event(kept.to_json()) == kept
+
+
+def test_no_public_name_shadows_a_builtin() -> None:
+    import builtins
+
+    import cortex_kernel.protocol as protocol
+
+    assert not set(protocol.__all__) & set(dir(builtins))
+
+
+def test_the_old_warning_name_is_a_deprecated_alias() -> None:
+    import pytest
+
+    with pytest.warns(DeprecationWarning, match="use WarningEvent"):
+        from cortex_kernel.protocol import Warning as Old  # type: ignore[attr-defined]
+    assert Old is WarningEvent

@@ -563,7 +563,7 @@ HANDLERS: dict[str, Callable[[RunState, dict[str, Any]], None]] = {
         (parser.ResponseDelta, RunState._on_response_delta),
         (parser.ResponseEnd, RunState._on_response_end),
         (parser.ContextFeed, RunState._on_context_feed),
-        (parser.Warning, RunState._on_warning),
+        (parser.WarningEvent, RunState._on_warning),
         (runtime.RunStarted, RunState._on_run_started),
         (runtime.TurnStarted, RunState._on_turn_started),
         (runtime.TurnEnded, RunState._on_turn_ended),
