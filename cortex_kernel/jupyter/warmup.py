@@ -15,9 +15,9 @@ streamed request to an in-memory transport, :mod:`cortex_kernel.llm.warm`), and 
 step starts only while no cell is executing; one that is already running
 goes on (an import cannot be paused), sharing the GIL with the cell. A cell
 that needs a module being imported waits for it on Python's per-module
-import lock, as it would have imported it itself. litellm's
-``gc.collect(); gc.freeze()`` (:func:`~cortex_kernel.llm.litellm_model.load_litellm`)
-therefore also runs while the kernel is idle.
+import lock, as it would have imported it itself. Like the first cell, the
+warm-up changes nothing process-wide (no environment variable of ours, no
+``gc.freeze``; see :func:`~cortex_kernel.llm.litellm_model.load_litellm`).
 
 ``CORTEX_WARM_UP=0`` switches it off (the benchmark measures both ways);
 with ``CORTEX_MODEL=replay:…`` litellm is not imported (nothing will use it).

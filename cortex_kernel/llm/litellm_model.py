@@ -46,10 +46,11 @@ Strategy
   select it (``litellm.disable_aiohttp_transport``). The test suite checks
   that the server sees the disconnect.
 - No object is frozen out of the garbage collector: litellm's ~300k
-  objects stay visible to the cyclic collector (``gc.freeze`` would hide every object
-  alive at that moment, the user's data included, for good). A process
-  that wants to spare its full collections the walk over them may call
-  ``gc.freeze()`` itself after :func:`load_litellm`.
+  objects stay visible to the cyclic collector (``gc.freeze`` would hide
+  every object alive at that moment, the user's data included, for good),
+  so a full collection walks them (a stall of up to ~200 ms mid-stream, seen
+  as p99 spikes in ``cortex-kernel bench llm``). A process that would rather
+  spare it may call ``gc.freeze()`` itself after :func:`load_litellm`.
 - Usage comes from the provider's final usage chunk (we ask for it with
   ``stream_options.include_usage``); a turn closed early gets an estimate
   from litellm's token counter. Cost is ``None`` for a model litellm does
