@@ -64,6 +64,7 @@ from .drift import (
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import FeedRegistry
+from .grounding import Evidence, GroundingReport, check
 from .limits import Budget, result_budget_chars
 from .ports import (
     CompletionRequest,
@@ -248,6 +249,9 @@ class Run:
         )
         self._t0 = time.monotonic()
         self._turn = 0
+        # The final answer as the model wrote it and how its $vars were looked
+        # up: the grounding check reads the values they came from.
+        self._final: tuple[str, Callable[[str], Any]] | None = None
         self._transcript_path = transcript
         self.transcript: TranscriptWriter | None = None
         if transcript is not None:
@@ -397,8 +401,16 @@ class Run:
             message += "; could not be stopped and may still run: " + ", ".join(unstopped)
         answer, message = self.redactor.text(answer), self.redactor.text(message)
         usage = self.budget.usage.model_copy(update={"seconds": self.clock()})
+        grounding = self._ground(answer) if status in ("ok", "incomplete") else None
         self.emit(
-            RunFinished(t=self.clock(), status=status, answer=answer, message=message, usage=usage)
+            RunFinished(
+                t=self.clock(),
+                status=status,
+                answer=answer,
+                message=message,
+                usage=usage,
+                grounding=grounding.to_dict() if grounding is not None else None,
+            )
         )
         if self.transcript is not None:
             self.transcript.close()
@@ -412,6 +424,7 @@ class Run:
             transcript=self._transcript_path,
             events=self.events,
             unstopped=[self.redactor.text(item) for item in unstopped],
+            grounding=grounding,
         )
         self.context.commit(self, result)
         return result
@@ -493,10 +506,36 @@ class Run:
                 raise KeyError(name)
             return store.lookup(name)
 
+        self._final = (text, lookup)
         answer, missing = fill_answer(text, lookup, self._why_unset)
         if missing:
             return "incomplete", "answer incomplete: " + ", ".join(missing), answer
         return "ok", "", answer
+
+    def _ground(self, answer: str) -> GroundingReport | None:
+        """Check the figures of the final ``answer`` against what the run saw.
+
+        The answer keeps its status: an unverified figure is marked in the
+        view, not failed. The check is bounded by :class:`Evidence`'s caps and
+        never fails the run (a bug in it is logged and the check skipped).
+        """
+        if self._final is None or not answer.strip():
+            return None
+        raw, lookup = self._final
+        try:
+            evidence = Evidence()
+            nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
+            for node in nodes:  # the run's own results first: they are the operands
+                if node.state is NodeState.SUCCEEDED:
+                    evidence.add(node.result, source=node.id)
+            evidence.add_references(raw, lookup)
+            for earlier in self.prior:
+                _add_earlier(evidence, earlier)
+            evidence.add_message(self.message)
+            return check(answer, evidence)
+        except Exception:
+            log.exception("run %s: the grounding check failed; skipped", self.run_id)
+            return None
 
     def _producer(self, name: str) -> ActionNode | None:
         nodes = self.scheduler.nodes if self.scheduler is not None else {}
@@ -775,6 +814,22 @@ class Run:
         if blocks or not messages:
             messages.append({"role": "user", "content": "\n".join(blocks)})
         return messages
+
+
+def _add_earlier(evidence: Evidence, message: Message) -> None:
+    """Add an earlier run's message: its results are data, the user's words are not.
+
+    The assistant's earlier answers are left out: a figure invented once
+    must not ground itself the next time.
+    """
+    content = message.get("content")
+    if not isinstance(content, str):
+        return
+    role = message.get("role")
+    if role == "tool" or (role == "user" and "<action_result" in content):
+        evidence.add(content, source="an earlier result")
+    elif role == "user":
+        evidence.add(content, source="an earlier message", data=False)
 
 
 def prior_messages(runs: MutableMapping[str, list[Message]], exclude: str | None) -> list[Message]:

@@ -286,13 +286,19 @@ class InternalAudit(RuntimeEventBase):
 
 
 class RunFinished(RuntimeEventBase):
-    """The run ended; ``answer`` is the final answer with its ``$var``s filled in."""
+    """The run ended; ``answer`` is the final answer with its ``$var``s filled in.
+
+    ``grounding`` is :meth:`GroundingReport.to_dict
+    <cortex_kernel.runtime.grounding.GroundingReport.to_dict>` of the final
+    answer (docs/runtime.md#grounded-answers), ``None`` when it was not checked.
+    """
 
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
     answer: str = ""
     message: str = ""
     usage: Usage = Usage()
+    grounding: dict[str, Any] | None = None
 
 
 RuntimeEvent = Annotated[

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .grounding import GroundingReport
 from .run_events import AnyEvent, RunStatus, Usage
 
 __all__ = ["RunResult"]
@@ -36,6 +37,10 @@ class RunResult:
     unstopped
         Work the run started that was cancelled but could not be stopped (a
         sync tool's thread), as ``"ID (what)"``; its message names them too.
+    grounding
+        Which figures of ``answer`` the run's data backs
+        (docs/runtime.md#grounded-answers); ``None`` when the run gave no
+        final answer or the check was skipped.
     """
 
     run_id: str
@@ -47,3 +52,4 @@ class RunResult:
     transcript: Path | None
     events: list[AnyEvent] = field(default_factory=list)
     unstopped: list[str] = field(default_factory=list)
+    grounding: GroundingReport | None = None
