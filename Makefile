@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: docs lock demo test test-compiled test-compiled-run lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
+.PHONY: docs lock demo test lint bench install-kernel clean fuzz notebooks local-model local-model-stop eval-local
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,14 +39,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check cortex_kernel tests benchmarks scripts
 	$(BIN)/mypy
 
-# The protocol tests run on the compiled parser (mypyc, hatch_build.py;
-# rebuilt only when its sources change), then the whole suite on the
-# pure-Python one: both must pass (docs/protocol.md#streaming-guarantees item 5).
-COMPILED := build/compiled
 test: lint install-kernel
 	sh scripts/ensure-chromium.sh
-	$(BIN)/python hatch_build.py --out $(COMPILED)
-	$(MAKE) --no-print-directory test-compiled-run
 	$(BIN)/python -m pytest
 
 # The manual (docs/, MkDocs + Material) as a static site in build/site;
@@ -54,20 +48,7 @@ test: lint install-kernel
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet
 
-# The protocol tests on the compiled parser only (what `make test` runs first).
-test-compiled: $(STAMP)
-	$(BIN)/python hatch_build.py --out $(COMPILED)
-	$(MAKE) --no-print-directory test-compiled-run
-
-test-compiled-run:
-	@if [ -f $(COMPILED)/.compiled-from ]; then \
-		CORTEX_COMPILED_DIR=$(COMPILED) $(BIN)/python -m pytest -q tests/protocol; \
-	else echo "no compiled parser (no C compiler): tested pure-Python only"; fi
-
-# The parser bench measures the compiled build too (built here when a C
-# compiler is present; reused while its sources are unchanged).
 bench: $(STAMP)
-	$(BIN)/python hatch_build.py --out $(COMPILED)
 	$(BIN)/cortex-kernel bench
 
 # The parser fuzz target, EXAMPLES split over JOBS processes with distinct

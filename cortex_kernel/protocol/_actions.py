@@ -400,12 +400,8 @@ def fast_action(
     ):
         return None
     value = attrs.get("id")
-    if value is not None and (value == open_id or value.strip()):
-        # ids.claim, inlined (the compiled parser calls it as Python).
-        seen = ids.seen
-        if open_id in seen:
-            return None
-        seen.add(open_id)
+    if value is not None and (value == open_id or value.strip()) and not ids.claim(open_id):
+        return None
     return Action(
         id=open_id,
         type=action_type,

@@ -20,7 +20,6 @@ __all__ = ["TagAttributes", "parse_attributes", "read_attributes", "read_lenient
 _ATTR_RE = re.compile(
     r"""([^\s=/"'\[\]]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|(\[[^\]]*\]?)|([^\s"'\[\]]+)))?|(\S)"""
 )
-# Final: compiled, a module-level name that is not Final is a dict lookup per use.
 _CACHE: Final[dict[str, TagAttributes]] = {}  # the tags the common case does not read
 _CACHE_SIZE: Final = 256
 _NAME_PARTS: Final[dict[str, str]] = {}  # checked name parts (`` id=``) to their names
@@ -65,7 +64,7 @@ def parse_attributes(text: str) -> TagAttributes:
 
 def read_attributes(text: str) -> tuple[dict[str, str], bool, str]:
     """:func:`parse_attributes` as a plain ``(attrs, self_closing, junk)``: what the
-    parser calls (compiled, a fixed-size tuple is returned without an object)."""
+    parser calls, once per tag (no named tuple to make)."""
     simple = _read_simple(text)
     if simple is not None:
         return simple, False, ""

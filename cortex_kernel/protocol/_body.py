@@ -96,11 +96,9 @@ class OpenBody:
                     return i, i, None
                 # A long body: scan it, rather than copy it at every feed.
             else:
-                # buf.startswith(close_tag, lt), as a find: compiled, startswith
-                # with a start is a generic method call, find a C one.
                 close_tag = state.close_tag
-                after = lt + len(close_tag)
-                if buf.find(close_tag, lt, after) == lt:
+                if buf.startswith(close_tag, lt):
+                    after = lt + len(close_tag)
                     body = buf[i:lt]
                     # An action body of strict JSON ends before this `</`
                     # (the scanner would stop here too), and is decoded once.

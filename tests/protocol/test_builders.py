@@ -66,7 +66,6 @@ def _parse_comparing(monkeypatch: pytest.MonkeyPatch, text: str) -> _Compared:
     return compared
 
 
-@pytest.mark.pure_python
 @SETTINGS
 @given(documents)
 def test_fast_builder_equals_general_builder_on_documents(text: str) -> None:
@@ -74,7 +73,6 @@ def test_fast_builder_equals_general_builder_on_documents(text: str) -> None:
         _parse_comparing(monkeypatch, text)
 
 
-@pytest.mark.pure_python
 @SETTINGS
 @given(mutated_documents())
 def test_fast_builder_equals_general_builder_on_broken_documents(text: str) -> None:
@@ -82,7 +80,6 @@ def test_fast_builder_equals_general_builder_on_broken_documents(text: str) -> N
         _parse_comparing(monkeypatch, text)
 
 
-@pytest.mark.pure_python  # patches a name the compiled parser binds at build time
 def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     text = (
         '<action type="tool" id="x" mode="async" depends_on="a" output_key="k">'
@@ -92,7 +89,6 @@ def test_the_comparison_sees_fast_actions(monkeypatch: pytest.MonkeyPatch) -> No
     assert _parse_comparing(monkeypatch, text).accepted == 2
 
 
-@pytest.mark.pure_python  # patches a name the compiled parser binds at build time
 def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_lone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

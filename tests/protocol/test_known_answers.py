@@ -130,7 +130,6 @@ def test_a_broken_parser_fails_the_check(broken: ParseFn) -> None:
             check(DOCUMENT, answer, chunks, parse=broken)
 
 
-@pytest.mark.pure_python  # patches a name the compiled parser binds at build time
 def test_a_real_parser_with_a_broken_attribute_reader_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

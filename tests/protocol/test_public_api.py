@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-import pytest
-
 import cortex_kernel.protocol as protocol
 from cortex_kernel.protocol import (
     Action,
@@ -89,7 +87,6 @@ def test_events_from_the_parser_round_trip_through_json() -> None:
         assert parse_parser_event(event.to_json()) == event
 
 
-@pytest.mark.pure_python  # doctest reads the docstrings of Python functions
 def test_docstring_examples() -> None:
     import doctest
 
