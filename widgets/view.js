@@ -24,7 +24,7 @@ const ICONS = {
 
 function emptyDoc() {
   return {
-    run_id: "", model: "", message: "", status: "running", status_message: "", answer: "",
+    run_id: "", model: "", message: "", status: "running", status_message: "", answer: "", grounding: "",
     thoughts: [], text: "", responses: [], nodes: {}, order: [], warnings: [], variables: {},
     footer: { turns: 0, tokens: 0, cost: null, seconds: 0 },
   };
@@ -437,6 +437,10 @@ function draw(el, store, ui) {
     const text = r.final && doc.answer ? doc.answer : r.text;
     div.append(markdown(text));
     el.appendChild(div);
+    // Under the answer wherever it shows: how many of its figures no result backs.
+    if (r.final && doc.grounding) {
+      el.appendChild(textElement("div", `⚠ ${doc.grounding}`, "cortex-grounding"));
+    }
   });
 
   for (const w of doc.warnings) {

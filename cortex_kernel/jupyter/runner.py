@@ -82,25 +82,40 @@ class FinalAnswer:
     ``text/plain`` is the answer itself, so saved notebooks and nbval see it
     without quotes, with terminal control characters made visible. No
     ``$`` is typeset as math.
+
+    Parameters
+    ----------
+    text
+        The answer as shown: figures no result backs marked ``*(unverified)*``
+        (:func:`~cortex_kernel.runtime.grounding.marked_answer`).
+    note
+        The grounding note, a line under the answer in every representation;
+        ``""`` for none.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, note: str = "") -> None:
         self.text = text
+        self.note = note
+
+    def _shown(self, *, markdown: bool) -> str:
+        if not self.note:
+            return self.text
+        return f"{self.text}\n\n*⚠ {self.note}*" if markdown else f"{self.text}\n\n⚠ {self.note}"
 
     def __repr__(self) -> str:
         from .safe_markup import terminal_safe
 
-        return terminal_safe(self.text)
+        return terminal_safe(self._shown(markdown=False))
 
     def _repr_markdown_(self) -> str:
         from .safe_markup import markdown_source
 
-        return markdown_source(self.text)
+        return markdown_source(self._shown(markdown=True))
 
     def _repr_html_(self) -> str:
         from .safe_markup import markdown_html
 
-        return markdown_html(self.text)
+        return markdown_html(self._shown(markdown=True))
 
 
 class _Options(argparse.Namespace):
@@ -443,6 +458,7 @@ class AgentRunner:
         import anyio
         from IPython.display import display
 
+        from ..runtime.grounding import marked_answer
         from .view import RunView
         from .viewstate import TerminalView
 
@@ -515,13 +531,16 @@ class AgentRunner:
             raise RunLimitReached(result.message or "The run reached a limit.", result=result)
         if result.status == "no_answer" and result.answer:
             # The last thought, marked provisional: better than nothing, not an error.
-            return FinalAnswer(result.answer)
+            return FinalAnswer(*marked_answer(result.answer, result.grounding))
         if result.status not in ("ok", "incomplete"):
             # incomplete: the answer is shown, its unfilled $vars marked ⟨name: reason⟩.
             raise RunFailed(
                 result.message or f"The run ended with status {result.status}.", result=result
             )
-        return FinalAnswer(result.answer) if result.answer else None
+        if not result.answer:
+            return None
+        # Figures no result backs are marked, and a note says so (the status stays ok).
+        return FinalAnswer(*marked_answer(result.answer, result.grounding))
 
 
 def notebook_relative(spec: str) -> str:

@@ -93,6 +93,7 @@ __all__ = [
     "check",
     "figures",
     "mark",
+    "marked_answer",
 ]
 
 #: What :func:`mark` puts after an unverified figure (plain markdown: emphasis).
@@ -1013,3 +1014,45 @@ def mark(answer: str, report: GroundingReport, *, marker: str = MARK) -> str:
         last = point
     out.append(answer[last:])
     return "".join(out)
+
+
+def marked_answer(
+    answer: str, grounding: GroundingReport | Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """The answer as a view shows it, and the note line under it.
+
+    Parameters
+    ----------
+    answer
+        The final answer the report was made of.
+    grounding
+        The report, its :meth:`GroundingReport.to_dict` (a ``run_finished``
+        event's ``grounding``), or ``None`` when the answer was not checked.
+
+    Returns
+    -------
+    tuple of str
+        ``answer`` with :data:`MARK` after each unverified figure, and
+        :meth:`GroundingReport.summary` (``""`` when every figure was found);
+        ``answer`` unmarked when the report is of another text.
+    """
+    if grounding is None:
+        return answer, ""
+    if isinstance(grounding, Mapping):
+        # to_dict keeps only the unverified figures: all that marks and the summary need.
+        unverified = tuple(
+            CheckedFigure(
+                Figure(str(f["text"]), int(f["start"]), int(f["end"]), float(f["value"])),
+                grounded=False,
+            )
+            for f in grounding.get("unverified_figures") or ()
+        )
+        grounding = GroundingReport(
+            unverified,
+            no_data_looked_at=bool(grounding.get("no_data_looked_at")),
+            evidence_capped=bool(grounding.get("evidence_capped")),
+        )
+    try:
+        return mark(answer, grounding), grounding.summary()
+    except ValueError:  # not this answer's report: say what was found, mark nothing
+        return answer, grounding.summary()

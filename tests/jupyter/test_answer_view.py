@@ -35,7 +35,8 @@ def test_unresolved_reference_is_a_marked_placeholder(cortex: Kernel, replay_dir
         "%%python\nfrom cortex_kernel import tool\n\n@tool\n"
         "def ratio(a: float, b: float) -> float:\n    return a / b\n"
     )
-    result = cortex.run(f"%%agent --model replay:{replay_dir}/divide.jsonl\nratio?")
+    # The price is the user's own figure: grounded, so the answer carries no mark.
+    result = cortex.run(f"%%agent --model replay:{replay_dir}/divide.jsonl\nratio, at 5?")
     assert result.status == "ok", dump(result)
     answer = result.result_data()
     assert answer["text/plain"] == "The ratio is ⟨ratio: failed⟩, which costs $5."
@@ -50,7 +51,7 @@ def test_unresolved_reference_is_a_marked_placeholder(cortex: Kernel, replay_dir
 
 
 def test_no_answer_is_typeset_as_math(cortex: Kernel, replay_dir: Path) -> None:
-    result = cortex.run(f"%%agent --model replay:{replay_dir}/prices.jsonl\nprices?")
+    result = cortex.run(f"%%agent --model replay:{replay_dir}/prices.jsonl\nprices, 5 or 6?")
     assert result.status == "ok", dump(result)
     answer = result.result_data()
     assert answer["text/plain"] == "It costs $5 or $6, and the note is kept."

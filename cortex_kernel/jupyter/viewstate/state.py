@@ -16,7 +16,9 @@ Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
 
     ["run", {field: value}]              top-level fields: status, message, answer
                                          (answer only when it differs from the final
-                                         response's text, e.g. with $vars filled in)
+                                         response's text, e.g. with $vars filled in or
+                                         figures marked unverified), grounding (the
+                                         note under the answer, "" when none)
     ["th", index, text, done]            append to thought ``index``; ``done`` flag
     ["tx", text]                         append outside text
     ["rs", index, text, final, done]     append to response ``index``
@@ -41,6 +43,7 @@ from typing import Any
 
 from ...protocol import parser_events as parser
 from ...runtime import run_events as runtime
+from ...runtime.grounding import marked_answer
 from .text import clip, visible_text
 
 __all__ = ["HANDLERS", "IGNORED", "RunState", "event_data", "event_type"]
@@ -86,6 +89,7 @@ class RunState:
             "status": "running",
             "status_message": "",
             "answer": "",
+            "grounding": "",
             "thoughts": [],
             "text": "",
             "responses": [],
@@ -251,12 +255,14 @@ class RunState:
             seconds=round(float(usage.get("seconds") or e.get("t") or 0.0), 3),
         )
         self._close_thoughts()
-        answer = e.get("answer", "")
+        # Figures no result backs carry " *(unverified)*"; the note says how many.
+        answer, note = marked_answer(e.get("answer", ""), e.get("grounding"))
         finals = [r["text"] for r in self.doc["responses"] if r["final"]]
         if finals and answer.strip() == finals[-1].strip():
             # Already on the wire as the final response: don't send it twice.
             answer = ""
-        self._op_run(status=e["status"], status_message=e.get("message", ""), answer=answer)
+        fields = {"status": e["status"], "status_message": e.get("message", ""), "answer": answer}
+        self._op_run(**fields, **({"grounding": note} if note else {}))
 
     def _on_turn_started(self, e: dict[str, Any]) -> None:
         if not self._nested(e):
