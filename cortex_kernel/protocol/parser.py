@@ -56,9 +56,9 @@ done):
 - from a body of strict JSON the :class:`Action` is built directly when
   its attributes need no normalising (:func:`~._actions.fast_action`);
   anything else goes through :func:`~._actions.build_action` and its
-  lenient repairs. Both are called
-  from one place, :meth:`Parser._close_action`, and a test checks that
-  they agree on the property-test corpus.
+  lenient repairs. Both are called from one place,
+  :meth:`Parser._close_action`, and a test checks that they agree on the
+  property-test corpus.
 
 Spans
 -----
