@@ -55,6 +55,7 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
         "warnings": sum(r.warnings for r in done),
         "repair_turns": sum(r.repair_turns for r in done),
         "ok_with_empty_answer": sum(r.empty_ok for r in done),
+        "unverified": sum(r.unverified for r in done),
         "names_overwritten": sum(len(r.overwritten) for r in done),
         "statuses": statuses,
     }
@@ -130,7 +131,7 @@ def table(data: dict[str, Any]) -> str:
     """A plain-text summary: one line per task, the overall figures, one line per category."""
     lines = [
         f"{'task':<28} {'ok':<4} {'status':<9} {'turns':>5} {'acts':>4} {'errs':>4} "
-        f"{'warn':>4} {'rep':>3} {'tokens':>7} {'sec':>6}"
+        f"{'warn':>4} {'rep':>3} {'unv':>3} {'tokens':>7} {'sec':>6}"
     ]
     for t in data["tasks"]:
         if not t["applicable"]:
@@ -139,7 +140,8 @@ def table(data: dict[str, Any]) -> str:
         lines.append(
             f"{t['id']:<28} {'yes' if t['correct'] else 'NO':<4} {t['status']:<9} "
             f"{t['turns']:>5} {t['actions_parsed']:>4} {t['action_errors']:>4} "
-            f"{t['warnings']:>4} {t['repair_turns']:>3} {t['tokens']:>7} {t['seconds']:>6.1f}"
+            f"{t['warnings']:>4} {t['repair_turns']:>3} {t.get('unverified', 0):>3} "
+            f"{t['tokens']:>7} {t['seconds']:>6.1f}"
         )
     o = data["overall"]
     lines.append(
@@ -148,7 +150,7 @@ def table(data: dict[str, Any]) -> str:
         f"{o['mean_turns']:.2f}, mean tokens {o['mean_tokens']:.0f}, mean "
         f"{o['mean_seconds']:.1f} s/task, total {o['total_seconds']:.0f} s; "
         f"ok-with-empty-answer {o['ok_with_empty_answer']}, names overwritten "
-        f"{o['names_overwritten']}"
+        f"{o['names_overwritten']}, unverified figures {o.get('unverified', 0)}"
     )
     categories = data.get("categories") or {}
     if categories:

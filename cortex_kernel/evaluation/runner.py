@@ -56,6 +56,8 @@ class TaskResult:
     tools_called: list[str] = field(default_factory=list)
     overwritten: list[str] = field(default_factory=list)
     empty_ok: bool = False
+    #: Figures of the final answer found in no result (docs/runtime.md#grounded-answers).
+    unverified: int = 0
     messages: list[str] = field(default_factory=list)
     #: The first turn's tool calls as ``{name: parameters}`` (BFCL's model output; BFCL only).
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -179,6 +181,7 @@ async def run_task(
     result.status = last.status
     result.answer = last.answer
     result.empty_ok = last.status == "ok" and not last.answer.strip()
+    result.unverified = len(last.grounding.unverified) if last.grounding is not None else 0
     result.overwritten = sorted(n for n, v in before.items() if namespace.get(n) is not v)
     result.failure = _judge(task, result, written, protocol)
     result.correct = result.failure is None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cortex_kernel.evaluation import DEFAULT_SUITE, load_suite
+from cortex_kernel.evaluation.report import table
 from cortex_kernel.evaluation.suite import numbers_in
 from cortex_kernel.exceptions import ConfigError
 
@@ -95,6 +96,27 @@ def test_overall_figures(report: dict[str, object]) -> None:
     assert report["protocol"] == "xml"
     # Deterministic by default.
     assert report["options"] == {"temperature": 0.0, "max_tokens": 600, "seed": 1234}
+
+
+def test_unverified_figures_are_counted_per_task_and_in_all(report: dict[str, object]) -> None:
+    unverified = {key: t["unverified"] for key, t in by_id(report).items()}
+    assert unverified == {
+        "no-tool": 0,  # 56 is 7 times 8, the user's numbers
+        "one-tool": 0,  # filled from $lyon
+        "wrong-number": 1,  # "about 300,000" where the tool said 348085
+        "tool-not-called": 1,  # 520,774 stated without looking anything up
+        "unknown-tool": 0,
+        # A false mark the checker accepts: "double" is a word, and the factor 2
+        # is in no value, so 696,170 is found in no derivation of 348085.
+        "follow-up": 1,
+        "tools-only": 0,
+    }
+    overall = report["overall"]
+    assert isinstance(overall, dict) and overall["unverified"] == 3
+    lines = table(report).splitlines()
+    assert lines[0].split()[8] == "unv"
+    assert next(line for line in lines if line.startswith("wrong-number")).split()[8] == "1"
+    assert any(line.endswith("unverified figures 3") for line in lines)
 
 
 def test_a_bad_suite_is_one_clear_error(tmp_path: Path) -> None:
