@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import ipaddress
+import select
 import socket
 import ssl
 import threading
@@ -57,12 +58,11 @@ class Forwarder:
         except (OSError, ssl.SSLError):
             client.close()  # a refused handshake (wrong CA on the client's side) ends here
             return
-        up = threading.Thread(target=_pipe, args=(client, engine), daemon=True)
-        up.start()
-        _pipe(engine, client)
-        up.join(5)
-        for end in (client, engine):
-            end.close()
+        try:
+            _relay(client, engine)
+        finally:
+            for end in (client, engine):
+                end.close()
 
     def close(self) -> None:
         self._closed.set()
@@ -75,18 +75,35 @@ class Forwarder:
         self.close()
 
 
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
+def _relay(client: socket.socket, engine: socket.socket) -> None:
+    # One thread per connection: an SSL object is not thread-safe, and an
+    # unwrap() racing a recv() on another thread aborts the process in OpenSSL.
     # Half-close on EOF: a container's stdin ends when the client shuts its write side.
+    up = True  # client -> engine still open
     try:
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    except OSError:
-        pass
-    with contextlib.suppress(OSError):
-        if isinstance(sink, ssl.SSLSocket):
-            sink.unwrap()
-        else:
-            sink.shutdown(socket.SHUT_WR)
+        while True:
+            pending = up and isinstance(client, ssl.SSLSocket) and client.pending() > 0
+            readers = [engine, client] if up else [engine]
+            ready = [client] if pending else select.select(readers, [], [])[0]
+            for source in ready:
+                chunk = source.recv(65536)
+                if source is engine:
+                    if not chunk:
+                        with contextlib.suppress(OSError, ValueError):
+                            if isinstance(client, ssl.SSLSocket):
+                                client.unwrap()
+                            else:
+                                client.shutdown(socket.SHUT_WR)
+                        return
+                    client.sendall(chunk)
+                elif chunk:
+                    engine.sendall(chunk)
+                else:
+                    up = False
+                    with contextlib.suppress(OSError):
+                        engine.shutdown(socket.SHUT_WR)
+    except (OSError, ValueError):
+        return
 
 
 def _name(common: str) -> Any:
