@@ -136,6 +136,7 @@ class _Owner:
     feed_providers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     prompt: PromptBuilder | None = None
     allowed_internal: frozenset[str] | None = None
+    notebook_python: bool = False
 
 
 def build_session(  # noqa: PLR0913 - every setting at once: nothing is set afterwards
@@ -158,6 +159,7 @@ def build_session(  # noqa: PLR0913 - every setting at once: nothing is set afte
     feed_providers: Mapping[str, Callable[..., Any]] | None = None,
     prompt: PromptBuilder | None = None,
     allowed_internal: frozenset[str] | None = None,
+    notebook_python: bool = False,
 ) -> Session:
     """Compose a session: everything it is, in one go.
 
@@ -207,6 +209,9 @@ def build_session(  # noqa: PLR0913 - every setting at once: nothing is set afte
         Another system prompt builder (default: the protocol prompt).
     allowed_internal
         The internal actions the agent may use instead of the manifest's.
+    notebook_python
+        With no manifest, give the default agent the ``python`` built-in in
+        ``namespace`` (each call approved first); a manifest says for itself.
 
     Raises
     ------
@@ -231,6 +236,7 @@ def build_session(  # noqa: PLR0913 - every setting at once: nothing is set afte
         feed_providers=dict(feed_providers or {}),
         prompt=prompt,
         allowed_internal=allowed_internal,
+        notebook_python=notebook_python,
     )
     if manifest is not None:
         snapshot = _Snapshot.read(Path(manifest).expanduser(), agent)
@@ -331,10 +337,12 @@ def _compose(
         source, base = str(loaded.path), _base(loaded)
         protected = snapshot.protected
     else:
-        spec, source, base = default_agent(), "the default agent", Path.cwd()
         protected = _notebook_folders()
     variables = owner.variables
     namespace = variables.namespace if variables is not None else owner.namespace
+    if snapshot is None or which is None:
+        notebook = owner.notebook_python and namespace is not None
+        spec, source, base = default_agent(notebook), "the default agent", Path.cwd()
     tools = owner.tools if owner.tools is not None else ToolRegistry()
     build_tools(
         spec, source=source, base=base, namespace=namespace, registry=tools, protected=protected

@@ -87,7 +87,13 @@ def run_headless(
                 options=options,
                 agent=agent,
                 approver=ApproveAll() if yes else None,
-                **session_options,
+                **{
+                    # Python in a namespace of the run's own, each call refused
+                    # unless --yes: as in the notebook, where the user approves it.
+                    "namespace": {},
+                    "notebook_python": True,
+                    **session_options,
+                },
             )
         except CortexError as exc:
             print(f"cortex-kernel run: {exc}", file=sys.stderr)

@@ -9,8 +9,6 @@ tools are checked against the JSON Schema their entry declares.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
@@ -21,6 +19,7 @@ from .executors.command import command_output, render_args, run_command
 from .executors.docker import ContainerSpec, DockerEngine, run_container
 from .executors.files import Workspace
 from .executors.images import sandbox_image
+from .executors.notebook_python import NotebookPython
 from .executors.sandbox import run_code
 from .manifest import (
     AgentManifest,
@@ -171,24 +170,6 @@ _CODE_SCHEMA = {
 }
 
 
-def _in_kernel(namespace: MutableMapping[str, Any]) -> Callable[..., Any]:
-    def python(code: str) -> Any:
-        import ast
-
-        tree = ast.parse(code, mode="exec")
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        scope: Any = namespace  # the notebook's user_ns (a dict in IPython)
-        out = io.StringIO()
-        value = None
-        with contextlib.redirect_stdout(out):
-            exec(compile(tree, "<agent>", "exec"), scope)
-            if isinstance(last, ast.Expr):
-                value = eval(compile(ast.Expression(last.value), "<agent>", "eval"), scope)
-        return value if value is not None else out.getvalue()
-
-    return python
-
-
 def _code_tool(
     language: str,
     spec: SandboxBuiltin,
@@ -199,11 +180,19 @@ def _code_tool(
     namespace: MutableMapping[str, Any] | None,
 ) -> Tool:
     key = "code" if language == "python" else "command"
+    review = None
     if language == "python" and spec.in_kernel:
         if namespace is None:
             raise ConfigError(f"{where}: in_kernel needs a notebook namespace (use it in Jupyter)")
-        function: Callable[..., Any] = _in_kernel(namespace)
-        description = "Run Python in the notebook's own namespace (in_kernel); returns the value"
+        notebook = NotebookPython(namespace)
+        function: Callable[..., Any] = notebook
+        review = notebook.review
+        description = (
+            "Run Python in the notebook's own namespace: the user's variables (DataFrames, "
+            "models, everything defined) are there, and what the code binds stays. Returns "
+            "its stdout, the last expression's value and what it changed; matplotlib "
+            "figures are shown to the user"
+        )
     else:
 
         async def function(**parameters: Any) -> Any:
@@ -233,8 +222,9 @@ def _code_tool(
         kind="builtin",
         source=where,
         confirm=confirm,
-        timeout=spec.timeout,
+        timeout=None if spec.in_kernel else spec.timeout,
         labels={"network": spec.network},
+        review=review,
     )
 
 
@@ -358,8 +348,12 @@ def build_tools(
         if builtin.enabled:
             confirm = builtin.confirm
             if confirm is None:
-                confirm = getattr(agent.confirm, language) or (
-                    builtin.network and agent.confirm.network
+                # Code in the notebook's own namespace asks first unless the
+                # manifest grants it (confirm: false): it can change the user's data.
+                confirm = (
+                    (language == "python" and builtin.in_kernel)
+                    or getattr(agent.confirm, language)
+                    or (builtin.network and agent.confirm.network)
                 )
             where = f"{source} builtins.{language}"
             tools.add(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import CortexError
@@ -75,6 +76,7 @@ async def ask_approval(
     *,
     error: type[CortexError],
     what: str,
+    review: Callable[[dict[str, Any]], tuple[str, list[str]]] | None = None,
 ) -> None:
     """Ask the context's approver about one call; return when it may run.
 
@@ -92,6 +94,10 @@ async def ask_approval(
         Raised when nobody can approve here or the call is denied.
     what
         How messages name the call (``tool 'count'``, ``relic operation 'db.delete'``).
+    review
+        The tool's own text for a human, and its notes (the in-kernel
+        ``python`` shows the whole code and the writes into user objects);
+        ``None``: the parameters as JSON.
 
     Raises
     ------
@@ -106,7 +112,11 @@ async def ask_approval(
         )
     # Shown as every event shows it: secrets masked (the call gets the real values).
     shown = Redactor().value({key: _plain(value) for key, value in arguments.items()})
-    text = approval_text(shown)
+    notes: list[str] = []
+    if review is not None:
+        text, notes = review(arguments)
+    else:
+        text = approval_text(shown)
     prefix = scope_prefix()
     emit = scoped_emit(context.emit)
     request = ApprovalRequest(
@@ -116,6 +126,7 @@ async def ask_approval(
         shown,
         text=text,
         digest=approval_digest(text),
+        notes=tuple(notes),
     )
     emit(
         ApprovalRequested(
@@ -127,6 +138,7 @@ async def ask_approval(
             token=request.token,
             text=text,
             digest=request.digest,
+            notes=notes,
         )
     )
     approved = await approver(request)

@@ -28,11 +28,21 @@ from ..runtime.run_events import ActionLog, ActionPlaced, scoped_emit
 from ..runtime.tools import Tool, unknown_tool_message
 from .approval import ask_approval
 
-__all__ = ["ToolExecutor", "log_stderr"]
+__all__ = ["ToolExecutor", "log_stderr", "running_call"]
 
 # The running call's reporter of stderr, set by ToolExecutor around each call
 # (a context variable: concurrent calls each see their own).
 _STDERR: ContextVar[Callable[[str], None] | None] = ContextVar("cortex_tool_stderr", default=None)
+# The running call's id and its reporter of events (the in-kernel python
+# tells the views what its code changed as an event of its action).
+_CALL: ContextVar[tuple[str, Callable[[Any], None], Callable[[], float]] | None] = ContextVar(
+    "cortex_tool_call", default=None
+)
+
+
+def running_call() -> tuple[str, Callable[[Any], None], Callable[[], float]] | None:
+    """The running tool call's action id, event emitter and clock (``None`` outside one)."""
+    return _CALL.get()
 
 
 def log_stderr(text: str) -> None:
@@ -106,9 +116,11 @@ class ToolExecutor(Executor):
                 arguments,
                 error=ToolError,
                 what=f"tool '{tool.name}'",
+                review=tool.review,
             )
         emit = scoped_emit(context.emit)
         _STDERR.set(lambda text: emit(ActionLog(t=context.clock(), id=action_id, text=text)))
+        _CALL.set((action_id, emit, context.clock))
         backend = self.backend_for(tool)
         if tool.kind == "python" and tool.timeout is not None:
             # Not fail_after + `except TimeoutError`: a TimeoutError the tool

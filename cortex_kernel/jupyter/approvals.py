@@ -14,9 +14,18 @@ names a waiting request's token and the digest of the text the request
 showed: the view computes that digest over the text it put in the box, so
 nothing is approved that the box did not show.
 
-``%approvals approve`` / ``%approvals deny`` answer every request at once
-instead of asking (for unattended notebooks, e.g. under nbval or papermill);
-the decision still goes into the transcript, ``by`` naming the setting.
+Permission modes (``%approvals``), as agent tools in notebooks have them:
+
+- ``ask`` (the default): every request waits for the view's buttons;
+- ``auto`` (alias ``approve``): approved without asking, except a request
+  whose tool noted something (the in-kernel ``python``'s code writes into
+  an existing object of the user's: ``df[...] = …``, ``del x``), which asks;
+- ``bypass``: every request approved;
+- ``deny``: every request refused.
+
+Decisions taken by the setting go into the transcript, ``by`` naming it.
+Where nobody can click (papermill sets ``$CORTEX_UNATTENDED``), a request
+that would ask is refused at once instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -29,9 +38,18 @@ if TYPE_CHECKING:  # imported when a run needs them (the kernel starts without t
 
     from ..executors.approval import ApprovalRequest
 
-__all__ = ["ViewApprover"]
+__all__ = ["POLICIES", "ViewApprover"]
 
-Policy = Literal["ask", "approve", "deny"]
+Policy = Literal["ask", "auto", "bypass", "deny"]
+
+#: What ``%approvals`` accepts, and the mode each names.
+POLICIES: dict[str, Policy] = {
+    "ask": "ask",
+    "auto": "auto",
+    "approve": "auto",
+    "bypass": "bypass",
+    "deny": "deny",
+}
 
 
 @dataclass
@@ -49,10 +67,17 @@ class ViewApprover:
         self.policy: Policy = "ask"
         self.by = "user"
 
-    def set_policy(self, policy: Policy) -> None:
-        """``ask`` (the view's buttons), or ``approve`` / ``deny`` every call at once."""
-        self.policy = policy
-        self.by = "user" if policy == "ask" else f"%approvals {policy}"
+    def set_policy(self, policy: str) -> None:
+        """``ask``, ``auto`` (or ``approve``), ``bypass`` or ``deny`` (see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            Another word.
+        """
+        self.policy = POLICIES[policy]
+        # As the user wrote it: the transcript names the setting they chose.
+        self.by = "user" if self.policy == "ask" else f"%approvals {policy}"
 
     @property
     def waiting(self) -> list[ApprovalRequest]:
@@ -61,10 +86,23 @@ class ViewApprover:
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         """Wait until :meth:`decide` answers ``request.token``."""
+        import os
+
         import anyio
 
-        if self.policy != "ask":
-            return self.policy == "approve"
+        if self.policy in ("bypass", "deny"):
+            return self.policy == "bypass"
+        if self.policy == "auto" and not request.notes:
+            return True
+        if os.environ.get("CORTEX_UNATTENDED"):
+            from ..exceptions import ToolError
+
+            writes = " (it writes into your objects)" if request.notes else ""
+            raise ToolError(
+                f"'{request.tool}' needs approval{writes} and nobody can approve in an "
+                "unattended run; set %approvals auto (or bypass) in the notebook, or grant "
+                "it in the manifest (confirm: false)"
+            )
         entry = _Waiting(request, anyio.Event())
         self._waiting[request.token] = entry
         try:

@@ -26,9 +26,9 @@ code (:func:`begin_cell`), and a transform of any other text passes through.
 
 Line magics (both kernels): ``%model`` (with model options: ``--temperature``,
 ``--max-tokens``, ``--seed``, ``--api-base``, ``--protocol``), ``%protocol``,
-``%manifest``, ``%agent``, ``%approvals``, ``%mcp``, ``%agent_history`` (also
-``%history`` in the Cortex kernel), ``%feeds``, ``%relics``, ``%variables``,
-``%transcript``, ``%read_notebook``.
+``%manifest``, ``%agent``, ``%approvals``, ``%undo``, ``%agent_code``, ``%mcp``,
+``%agent_history`` (also ``%history`` in the Cortex kernel), ``%feeds``,
+``%relics``, ``%variables``, ``%transcript``, ``%read_notebook``.
 """
 
 from __future__ import annotations
@@ -185,15 +185,47 @@ def _agent_line(line: str, cell: str | None = None) -> None:
 
 
 def _approvals(line: str) -> None:
-    """%approvals [ask|approve|deny] — how tools marked confirm: true are decided."""
+    """%approvals [ask|auto|bypass|deny] — how code runs and tools marked confirm: true
+    are decided: ask each time (default); auto approves but asks before code that
+    writes into your objects (approve is an alias); bypass approves all; deny refuses all."""
+    from .approvals import POLICIES
+
     runner = runner_for(_shell())
     policy = line.strip()
-    if policy in ("ask", "approve", "deny"):
-        runner.approver.set_policy(policy)  # type: ignore[arg-type]
+    if policy in POLICIES:
+        runner.approver.set_policy(policy)
     elif policy:
-        print("usage: %approvals [ask|approve|deny]")
+        print("usage: %approvals [ask|auto|bypass|deny]")
         return
     print(f"approvals: {runner.approver.policy}")
+
+
+def _undo(line: str) -> None:
+    """%undo — put back what the last agent cell's code changed in your variables."""
+    from ..executors.notebook_python import ledger_for
+    from .safe_markup import terminal_safe
+
+    shell = _shell()
+    ledger = ledger_for(shell.user_ns)
+    if not ledger.last:
+        print("nothing to undo: no code of the agent ran since the last %undo")
+        return
+    print(terminal_safe(ledger.undo(shell.user_ns).summary()))
+
+
+def _agent_code(line: str) -> None:
+    """%agent_code — the last agent cell's code runs as a new %%python cell, to re-run
+    the analysis without the model."""
+    from ..executors.notebook_python import ledger_for
+
+    shell = _shell()
+    runs = [run for run in ledger_for(shell.user_ns).last if run.error is None]
+    if not runs:
+        print("no code of the agent ran yet")
+        return
+    code = "\n\n".join(run.code.strip("\n") for run in runs)
+    # The Cortex kernel reads a plain cell as a message: the code is marked Python.
+    shell.set_next_input(f"%%python\n{code}" if _CELL["code"] is not None else code)
 
 
 def _history(line: str) -> None:
@@ -354,6 +386,8 @@ def enable(shell: Any, *, kernel_mode: bool = False) -> None:
         "protocol": _protocol,
         "manifest": _manifest,
         "approvals": _approvals,
+        "undo": _undo,
+        "agent_code": _agent_code,
         "mcp": mcp_magic,
         "agent_history": _history,
         "feeds": feeds_magic,

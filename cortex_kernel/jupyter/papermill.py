@@ -10,7 +10,9 @@ papermill finds this module through its ``papermill.engine`` entry point
   own nbclient engine plus one thing: the kernel learns the notebook's
   folder (``$CORTEX_NOTEBOOK_DIR``), so ``%model replay:data/x.jsonl``
   resolves next to the notebook, as it does in JupyterLab, wherever
-  papermill was started. Other kernels see no difference.
+  papermill was started; and that nobody is there to approve a call
+  (``$CORTEX_UNATTENDED``: such calls are refused, not waited on). Other
+  kernels see no difference.
 """
 
 from __future__ import annotations
@@ -59,15 +61,21 @@ def _notebook_dir(input_path: Any) -> Iterator[None]:
     if path is None or not path.is_file():
         yield  # not a local file (s3://, a NotebookNode…): nothing to say
         return
-    previous = os.environ.get("CORTEX_NOTEBOOK_DIR")
-    os.environ["CORTEX_NOTEBOOK_DIR"] = str(path.resolve().parent)
+    with _env("CORTEX_NOTEBOOK_DIR", str(path.resolve().parent)):
+        yield
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if previous is None:
-            os.environ.pop("CORTEX_NOTEBOOK_DIR", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["CORTEX_NOTEBOOK_DIR"] = previous
+            os.environ[name] = previous
 
 
 class CortexEngine(NBClientEngine):  # type: ignore[misc]
@@ -75,8 +83,12 @@ class CortexEngine(NBClientEngine):  # type: ignore[misc]
 
     @classmethod
     def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
-        """Run the notebook as nbclient does, with ``$CORTEX_NOTEBOOK_DIR`` set."""
-        with _notebook_dir(kwargs.get("input_path")):
+        """Run the notebook as nbclient does, with ``$CORTEX_NOTEBOOK_DIR`` set.
+
+        ``$CORTEX_UNATTENDED`` too: nobody clicks Approve under papermill, so
+        a call that would wait for it is refused at once.
+        """
+        with _notebook_dir(kwargs.get("input_path")), _env("CORTEX_UNATTENDED", "1"):
             return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
 

@@ -306,6 +306,7 @@ class AgentRunner:
             relics=self.relics,
             host_feeds=host_feeds,
             feed_providers=providers,
+            notebook_python=True,
         )
 
     def sessions(self) -> list[Session]:
@@ -503,6 +504,11 @@ class AgentRunner:
             except Exception:  # a view bug must never break the run
                 log.exception("cortex view failed on %r", getattr(event, "type", event))
 
+        from ..executors.notebook_python import ledger_for
+
+        ledger = ledger_for(self.shell.user_ns)
+        ledger.begin()  # %undo and %agent_code act on this cell's code runs
+        ledger.publish = _show_figure
         result: RunResult | None = None
         before = session.last_result
         try:
@@ -541,6 +547,13 @@ class AgentRunner:
             return None
         # Figures no result backs are marked, and a note says so (the status stays ok).
         return FinalAnswer(*marked_answer(result.answer, result.grounding))
+
+
+def _show_figure(png: bytes) -> None:
+    """A figure of the agent's code, as ``image/png`` display data in the running cell."""
+    from IPython.display import Image, display
+
+    display(Image(data=png, format="png"))  # type: ignore[no-untyped-call]
 
 
 def notebook_relative(spec: str) -> str:

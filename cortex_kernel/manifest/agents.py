@@ -173,6 +173,19 @@ class ManifestFile(Strict):
         return self
 
 
-def default_agent() -> AgentManifest:
-    """The built-in agent used when no manifest is given: no tools beyond ``@tool``."""
-    return AgentManifest()
+def default_agent(notebook_python: bool = False) -> AgentManifest:
+    """The built-in agent used when no manifest is given.
+
+    Parameters
+    ----------
+    notebook_python
+        Give it the ``python`` built-in in the notebook's own namespace
+        (``in_kernel``), each call approved first (``confirm: true``): the
+        kernel and ``%%agent`` do, so the agent works on the user's data out
+        of the box. Otherwise it has no tools beyond ``@tool``.
+    """
+    if not notebook_python:
+        return AgentManifest()
+    return AgentManifest.model_validate(
+        {"builtins": {"python": {"enabled": True, "in_kernel": True, "confirm": True}}}
+    )

@@ -303,8 +303,13 @@ class ApprovalRequest:
     token
         Unique to this request: answers name it.
     text, digest
-        What a human is shown (the parameters as JSON, secrets masked) and
-        its digest (``cortex_kernel.executors.approval.approval_digest``).
+        What a human is shown (the parameters as JSON, secrets masked, or
+        the tool's own review of them) and its digest
+        (``cortex_kernel.executors.approval.approval_digest``).
+    notes
+        What the tool's review found worth a human's attention (code that
+        writes into the user's objects): an approver that approves on its
+        own may still ask about these.
     """
 
     action_id: str
@@ -314,6 +319,7 @@ class ApprovalRequest:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     text: str = ""
     digest: str = ""
+    notes: tuple[str, ...] = ()
 
 
 class Approver(Protocol):

@@ -28,6 +28,7 @@ from ..safejson import load_json_line, model_json
 
 __all__ = [
     "ActionCancelled",
+    "ActionChanges",
     "ActionFailed",
     "ActionLog",
     "ActionPlaced",
@@ -200,6 +201,25 @@ class ActionLog(RuntimeEventBase):
     text: str
 
 
+class ActionChanges(RuntimeEventBase):
+    """What a code run in the notebook's namespace changed, and the code that ran.
+
+    ``changes`` is :meth:`ChangeReport.to_dict
+    <cortex_kernel.runtime.changes.ChangeReport.to_dict>` (its ``summary`` is
+    also in the action's result the model reads); ``in_place`` marks a run
+    that changed an existing object in place; ``figures`` counts the
+    matplotlib figures it opened (shown in the cell, not kept here).
+    """
+
+    type: Literal["action_changes"] = "action_changes"
+    id: str
+    code: str = ""
+    summary: str = ""
+    changes: dict[str, Any] = {}
+    in_place: bool = False
+    figures: int = 0
+
+
 class ActionPlaced(RuntimeEventBase):
     """Where a running action's work is: a worker of a cluster (``backend`` ``dask``).
 
@@ -236,6 +256,7 @@ class ApprovalRequested(RuntimeEventBase):
     token: str = ""
     text: str = ""
     digest: str = ""
+    notes: list[str] = []
 
 
 class ApprovalDecided(RuntimeEventBase):
@@ -312,6 +333,7 @@ RuntimeEvent = Annotated[
     | ActionSkipped
     | ActionCancelled
     | ActionLog
+    | ActionChanges
     | ActionPlaced
     | ApprovalRequested
     | ApprovalDecided

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .grounding import GroundingReport
-from .run_events import AnyEvent, RunStatus, Usage
+from .run_events import ActionChanges, AnyEvent, RunStatus, Usage
 
 __all__ = ["RunResult"]
 
@@ -53,3 +53,17 @@ class RunResult:
     events: list[AnyEvent] = field(default_factory=list)
     unstopped: list[str] = field(default_factory=list)
     grounding: GroundingReport | None = None
+
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        """What each code run in the notebook's namespace changed, in the order they ran.
+
+        One dict per run: its action ``id``, its ``code``, and
+        :meth:`ChangeReport.to_dict <cortex_kernel.runtime.changes.ChangeReport.to_dict>`
+        (``added``, ``rebound``, ``deleted``, ``changed``, ``summary``…).
+        """
+        return [
+            {"id": event.id, "code": event.code, "in_place": event.in_place, **event.changes}
+            for event in self.events
+            if isinstance(event, ActionChanges)
+        ]

@@ -70,6 +70,9 @@ class Tool:
     #: Where a Python tool runs: ``local`` (the kernel), ``dask`` (a cluster),
     #: or ``None`` for the agent's default (the manifest's ``executor``).
     executor: str | None = None
+    #: What a human is shown before a ``confirm`` call, and notes on it:
+    #: ``review(arguments) -> (text, notes)`` (``None``: the parameters as JSON).
+    review: Callable[[dict[str, Any]], tuple[str, list[str]]] | None = None
 
     @property
     def is_async(self) -> bool:

@@ -138,5 +138,24 @@ async def test_python_in_kernel_only_when_asked() -> None:
         ),
         namespace=namespace,
     )
-    assert await tools.get("python").call({"code": "y = x + 1\ny * 2"}) == 42
+    python = tools.get("python")
+    assert await python.call({"code": "y = x + 1\ny * 2"}) == "42\n[notebook changes: added: y]"
     assert namespace["y"] == 21
+    # The notebook's own namespace: asked first unless the manifest grants it.
+    assert python.confirm
+
+
+async def test_python_in_kernel_can_be_granted_or_turned_off() -> None:
+    namespace: dict[str, object] = {}
+    granted = build_tools(
+        AgentManifest.model_validate(
+            {"builtins": {"python": {"enabled": True, "in_kernel": True, "confirm": False}}}
+        ),
+        namespace=namespace,
+    )
+    assert not granted.get("python").confirm
+    off = build_tools(
+        AgentManifest.model_validate({"builtins": {"python": {"enabled": False}}}),
+        namespace=namespace,
+    )
+    assert "python" not in off

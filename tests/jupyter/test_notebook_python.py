@@ -1,0 +1,150 @@
+"""The agent's Python in the notebook's own namespace, through a real kernel.
+
+A replay model writes ``python`` tool actions; the user's approval is the
+message the view's buttons send (``click``). What the code changed is on
+``_run.changes`` and in what the model reads; ``%undo`` puts it back.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cortex_kernel.headless import run_headless
+from tests.jupyter.conftest import Kernel
+from tests.jupyter.test_tools_kernel import box, click
+
+pytestmark = pytest.mark.kernel
+
+DF = "%%python\nimport pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': [10, 20]})\nx = 1"
+
+
+@pytest.fixture
+def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
+    k = Kernel(cortex_kernelspec, dict(os.environ))
+    yield k
+    k.shutdown()
+
+
+def python_turns(tmp_path: Path, code: str, name: str = "turns") -> Path:
+    """A replay: one ``python`` action running ``code``, then an answer."""
+    call = json.dumps({"name": "python", "parameters": {"code": code}})
+    turns = [f'<action type="tool" id="p1">{call}</action>', "<response>done</response>"]
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    return path
+
+
+def test_asks_by_default_then_the_change_is_reported_and_undone(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel.python(DF)
+    replay = python_turns(tmp_path, "df['total'] = df.a + df.b")
+    kernel.python(f"%model replay:{replay}")
+    assert kernel.python("%approvals").strip() == "approvals: ask"
+    msg_id = kernel.send("add a total column")
+    kernel.wait_for_op(msg_id, "n", "p1", "awaiting approval", timeout=30)
+    shown = box(kernel, "p1")
+    # The whole code, and what it writes into, before anything runs.
+    assert "df['total'] = df.a + df.b" in shown["parameters"]
+    assert "This code writes into: df (item assignment)" in shown["parameters"]
+    click(kernel, "p1", True)
+    result = kernel.collect(msg_id)
+    assert result.status == "ok", result.reply["content"]
+    assert kernel_columns(kernel) == "['a', 'b', 'total']"
+    changes = kernel.python("%%python\nprint(_run.changes[0]['summary'])")
+    assert "changed in place: df (column 'total' added" in changes
+    # The model read the change with the result.
+    assert "[notebook changes: changed in place: df" in kernel.python("%history")
+    assert "restored: df" in kernel.python("%undo")
+    assert kernel_columns(kernel) == "['a', 'b']"
+    assert "nothing to undo" in kernel.python("%undo")
+
+
+def kernel_columns(kernel: Kernel) -> str:
+    return kernel.python("%%python\nprint(list(df.columns))").strip()
+
+
+def test_deny_refuses_and_nothing_runs(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(DF)
+    kernel.python(f"%model replay:{python_turns(tmp_path, 'x = 99')}")
+    msg_id = kernel.send("set x")
+    kernel.wait_for_op(msg_id, "n", "p1", "awaiting approval", timeout=30)
+    click(kernel, "p1", False)
+    assert kernel.collect(msg_id).status == "ok"
+    assert kernel.python("%%python\nprint(x)").strip() == "1"
+    assert "denied the call to tool 'python'" in kernel.python("%history")
+
+
+def test_auto_runs_new_names_and_undo_rebinds(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(DF)
+    assert kernel.python("%approvals approve").strip() == "approvals: auto"
+    replay = python_turns(tmp_path, "x = 2\ny = df.a.sum()")
+    kernel.python(f"%model replay:{replay}")
+    result = kernel.run("rebind x")
+    assert result.status == "ok", result.reply["content"]
+    assert kernel.python("%%python\nprint(x, y)").strip() == "2 3"
+    assert kernel.python("%%python\nprint(_run.changes[0]['rebound'])").strip() == "['x']"
+    undone = kernel.python("%undo")
+    assert "restored: x" in undone and "removed: y" in undone
+    assert kernel.python("%%python\nprint(x, 'y' in dir())").strip() == "1 False"
+
+
+def test_auto_still_asks_before_writing_into_user_objects(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    replay = python_turns(tmp_path, "df.drop(columns=['b'], inplace=True)")
+    kernel.python(f"%model replay:{replay}")
+    msg_id = kernel.send("drop b")
+    kernel.wait_for_op(msg_id, "n", "p1", "awaiting approval", timeout=30)
+    assert "in-place method" in box(kernel, "p1")["parameters"]
+    click(kernel, "p1", True)
+    assert kernel.collect(msg_id).status == "ok"
+    assert kernel_columns(kernel) == "['a']"
+
+
+def test_a_figure_is_image_display_data(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python("%approvals bypass")
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('plotted')"
+    kernel.python(f"%model replay:{python_turns(tmp_path, code)}")
+    result = kernel.run("plot it")
+    assert result.status == "ok", result.reply["content"]
+    images = [
+        m["content"]["data"]["image/png"]
+        for m in result.of_type("display_data")
+        if "image/png" in m["content"]["data"]
+    ]
+    assert len(images) == 1
+    assert base64.b64decode(images[0]).startswith(b"\x89PNG")
+
+
+def test_agent_code_puts_the_code_in_the_next_cell(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python("%approvals bypass")
+    kernel.python(f"%model replay:{python_turns(tmp_path, 'z = 40 + 2')}")
+    assert kernel.run("compute").status == "ok"
+    result = kernel.run("%agent_code")
+    payload = result.reply["content"]["payload"]
+    assert payload[0]["source"] == "set_next_input"
+    assert payload[0]["text"] == "%%python\nz = 40 + 2"
+
+
+def test_headless_refuses_without_yes(tmp_path: Path) -> None:
+    replay = python_turns(tmp_path, "print(6 * 7)")
+    out = io.StringIO()
+    run_headless("compute", model=f"replay:{replay}", out=out)
+    failed = [
+        e for e in map(json.loads, out.getvalue().splitlines()) if e["type"] == "action_failed"
+    ]
+    assert "nobody can approve here" in failed[0]["error"]
+    out = io.StringIO()
+    assert run_headless("compute", model=f"replay:{replay}", out=out, yes=True) == 0
+    results = [
+        e for e in map(json.loads, out.getvalue().splitlines()) if e["type"] == "action_succeeded"
+    ]
+    assert "42" in json.dumps(results)
