@@ -1,8 +1,6 @@
 """The parser against a fair peer, and what it costs a turn (docs/benchmarks.md#parser).
 
-Three figures, each on the parser imported here (``build`` says which: the
-pure-Python modules, or the compiled build when it is installed or first on
-``sys.path``):
+Three figures, on the parser (pure Python: the package has no compiled build):
 
 1. **Throughput against a fair peer.** One protocol document that looks like
    a model's output (prose with accented words, CJK and emoji; actions whose
@@ -37,11 +35,7 @@ pure-Python modules, or the compiled build when it is installed or first on
 The goal (what users feel, not MB/s against C): the pure-Python parser at
 least ``GOAL_RATIO`` of the peer at every chunk size, dispatch p99 at most
 ``GOAL_DISPATCH_P99_US``, with one type per event (each kind of event,
-``text``, ``action_parsed``…, made by one class). It is judged on the pure
-build. When that is the one imported and a compiled build of the same
-sources sits in ``build/compiled`` (``make bench`` builds it;
-``CORTEX_COMPILED_DIR`` names another), everything is measured again on it,
-in a child process with it first on ``sys.path``, under ``compiled``.
+``text``, ``action_parsed``…, made by one class).
 
 Environment
 -----------
@@ -56,13 +50,10 @@ Environment
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
 import re
-import subprocess
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -72,7 +63,6 @@ from typing import Any, ClassVar, Final, Protocol, cast
 
 import anyio
 
-import cortex_kernel.protocol.parser as parser_module
 from cortex_kernel.bench import percentile
 from cortex_kernel.protocol import IdAllocator, Parser
 
@@ -658,51 +648,21 @@ def _parse_alone(turns: Iterable[list[str]]) -> float:
 # -- the whole benchmark -----------------------------------------------------------
 
 
-def _measure() -> dict[str, Any]:
-    """Every figure for the parser imported here."""
+def main() -> dict[str, Any]:
+    """Run the benchmark, print its figures and return them."""
     quick = os.environ.get("CORTEX_BENCH_QUICK", "") not in ("", "0")
     size = int(os.environ.get("CORTEX_BENCH_SIZE", 100_000 if quick else 1_000_000))
     repeat = max(1, int(os.environ.get("CORTEX_BENCH_REPEAT", 1 if quick else 3)))
-    build = "pure" if (parser_module.__file__ or "").endswith(".py") else "mypyc"
-    print(f"parser: {build}")
-    results = {"build": build, **measure(size=size, repeat=repeat)}
+    results = measure(size=size, repeat=repeat)
     results["turn"] = turn_share(1 if quick else 5)
-    return results
-
-
-def main() -> dict[str, Any]:
-    """Run the benchmark, print its figures and return them."""
-    results = _measure()
     results["goal"] = {
         "ratio": GOAL_RATIO,
         "dispatch_p99_us": GOAL_DISPATCH_P99_US,
         "one_type_per_event": True,
     }
-    if results["build"] == "pure":
-        compiled, why_not = _compiled_build()
-        if compiled is None:
-            print(f"compiled build: not measured ({why_not})")
-            results["compiled"] = None
-        else:
-            print(f"compiled build ({compiled}):", flush=True)
-            results["compiled"] = _measure_in(compiled)
-            results["compiled_speedup"] = {
-                size: round(results["compiled"]["chunks"][size]["ours_mb_s"] / row["ours_mb_s"], 2)
-                for size, row in results["chunks"].items()
-            }
-            print(
-                "compiled / pure: "
-                + " / ".join(f"{v:.2f}" for v in results["compiled_speedup"].values())
-                + f" at {' / '.join(results['chunks'])} chars"
-            )
-        judged = results["meets_goal"]
-    else:
-        print("goal: judged on the pure-Python parser, not imported here")
-        judged = None
-    results["meets_goal"] = judged
-    verdict = {True: "met", False: "not met", None: "not judged"}[judged]
+    verdict = "met" if results["meets_goal"] else "not met"
     print(
-        f"goal, pure Python: >= {GOAL_RATIO} x the peer at every chunk size "
+        f"goal: >= {GOAL_RATIO} x the peer at every chunk size "
         f"(min {results['min_ratio']:.2f}), dispatch p99 <= {GOAL_DISPATCH_P99_US:.0f} µs "
         f"({results['dispatch_latency_us']['p99']:.1f}), one type per event "
         f"({'yes' if results['one_type_per_event'] else 'no'}): {verdict}"
@@ -710,52 +670,5 @@ def main() -> dict[str, Any]:
     return results
 
 
-def _compiled_build() -> tuple[Path | None, str]:
-    """The compiled copy of the package to measure, or why there is none.
-
-    ``CORTEX_COMPILED_DIR``, else ``build/compiled`` of the source checkout;
-    it counts only when built from the sources as they are now (the hash
-    ``hatch_build.py`` keeps beside it), so a stale build is never reported.
-    """
-    root = Path(__file__).resolve().parents[1]
-    env = os.environ.get("CORTEX_COMPILED_DIR", "")
-    out = Path(env).resolve() if env else root / "build" / "compiled"
-    stamp = out / ".compiled-from"
-    hook = root / "hatch_build.py"
-    if not stamp.is_file() or not hook.is_file():
-        return None, f"none at {out}; `make bench` builds it when a C compiler is present"
-    spec = importlib.util.spec_from_file_location("cortex_hatch_build", hook)
-    if spec is None or spec.loader is None:  # pragma: no cover - a file that is there
-        return None, f"cannot load {hook}"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if stamp.read_text() != module.source_hash(root):
-        return None, f"{out} was built from other sources: python hatch_build.py --out {out}"
-    return out, ""
-
-
-def _measure_in(compiled: Path) -> dict[str, Any]:
-    """:func:`_measure` in a child process with ``compiled`` first on ``sys.path``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(compiled), env.get("PYTHONPATH"))))
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "parser.json"
-        child = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--measure-to", str(out)],
-            env=env,
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        print(child.stdout, end="")  # its table, through this process's stdout
-        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    if result["build"] != "mypyc":
-        raise RuntimeError(f"{compiled}: the parser imported there is not compiled")
-    return result
-
-
-if __name__ == "__main__":  # pragma: no cover - run by _measure_in, or by hand
-    if sys.argv[1:2] == ["--measure-to"]:
-        Path(sys.argv[2]).write_text(json.dumps(_measure()), encoding="utf-8")
-    else:
-        main()
+if __name__ == "__main__":  # pragma: no cover - by hand
+    main()

@@ -161,10 +161,6 @@ def test_quick_parser_bench_reports_every_figure(
 ) -> None:
     monkeypatch.setenv("CORTEX_BENCH_QUICK", "1")
     result = bench.main()
-    import cortex_kernel.protocol.parser as parser_module
-
-    compiled = not (parser_module.__file__ or "").endswith(".py")
-    assert result["build"] == ("mypyc" if compiled else "pure")
     assert result["document_chars"] >= 90_000 and result["actions"] > 0
     assert set(result["chunks"]) == {"4", "16", "256"}
     for row in result["chunks"].values():
@@ -172,14 +168,10 @@ def test_quick_parser_bench_reports_every_figure(
     for key in ("dispatch_latency_us", "peer_dispatch_latency_us"):
         assert result[key]["samples"] > 0
         assert 0 <= result[key]["p50"] <= result[key]["p99"]
+    assert {"text", "thought_delta", "action_open", "action_parsed"} <= set(result["event_types"])
     turn = result["turn"]
     assert turn["status"] == "ok" and turn["turns"] == 3 and turn["chunks"] > 0
     assert 0 < turn["share_in_run"] < 1 and 0 < turn["share_alone"] < 1
-    # The goal is judged on the pure-Python parser, and only there.
-    assert result["meets_goal"] in ((True, False) if not compiled else (None,))
-    if not compiled and result["compiled"] is not None:
-        assert result["compiled"]["build"] == "mypyc"
-        assert result["compiled"]["document_chars"] == result["document_chars"]
-        assert set(result["compiled_speedup"]) == {"4", "16", "256"}
+    assert isinstance(result["meets_goal"], bool)
     out = capsys.readouterr().out
-    assert "ours/peer" in out and "goal, pure Python" in out and "a run on the replay model" in out
+    assert "ours/peer" in out and "goal: " in out and "a run on the replay model" in out
