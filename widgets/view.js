@@ -369,6 +369,21 @@ function renderNode(node, children, store, depth) {
     log.append(summary, pre);
     li.appendChild(log);
   }
+  if (node.code) {
+    // The agent's code that ran in the notebook's namespace, collapsed beside its result.
+    const code = document.createElement("details");
+    code.className = "cortex-code";
+    const summary = document.createElement("summary");
+    summary.textContent = "code";
+    const pre = document.createElement("pre");
+    pre.textContent = node.code;
+    code.append(summary, pre);
+    li.appendChild(code);
+  }
+  if (node.changes) {
+    // What the run changed in the user's variables (⚠: an object changed in place).
+    li.appendChild(textElement("div", `changes: ${node.changes}`, "cortex-changes"));
+  }
   if (node.approval) li.appendChild(renderApproval(node, store));
   const kids = children.get(node.id) || [];
   if (kids.length) {

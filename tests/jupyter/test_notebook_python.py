@@ -62,6 +62,10 @@ def test_asks_by_default_then_the_change_is_reported_and_undone(
     assert "changed in place: df (column 'total' added" in changes
     # The model read the change with the result.
     assert "[notebook changes: changed in place: df" in kernel.python("%history")
+    # The final view says it under the action, marked: an object changed in place.
+    final = result.of_type("update_display_data")[-1]["content"]["data"]
+    assert "changes: ⚠ changed in place: df (column 'total' added" in final["text/plain"]
+    assert "changes: ⚠ changed in place: df" in final["text/html"]
     assert "restored: df" in kernel.python("%undo")
     assert kernel_columns(kernel) == "['a', 'b']"
     assert "nothing to undo" in kernel.python("%undo")

@@ -98,6 +98,8 @@ def render_text(doc: dict[str, Any]) -> str:
                 pad = "  " * (depth + 1)
                 lines.append(f"{pad}approval: {_approval_head(approval)}")
                 lines.extend(f"{pad}| {line}" for line in approval["parameters"].split("\n"))
+            if node.get("changes"):
+                lines.append(f"{'  ' * (depth + 1)}changes: {node['changes']}")
             walk(node["id"], depth + 1)
 
     walk(None, 1)
@@ -149,6 +151,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", shown)), default=0))
                 items.append(f"{pad}approval: {code_span(_approval_head(approval))}")
                 items.extend(f"{pad}{line}" for line in (f"{fence}text", *shown.split("\n"), fence))
+            if node.get("changes"):
+                items.append(f"{'  ' * depth}  changes: {literal_markdown(node['changes'])}")
             walk(node["id"], depth + 1)
 
     walk(None, 0)
@@ -176,6 +180,17 @@ def _details_html(node: dict[str, Any]) -> str:
             '<details><summary style="color: #777">stderr</summary>'
             f'<pre style="font-size: 11px; white-space: pre-wrap">{esc(node["log"])}</pre>'
             "</details>"
+        )
+    if node.get("code"):
+        out += (
+            '<details><summary style="color: #777">code</summary>'
+            f'<pre style="font-size: 11px; white-space: pre-wrap">{esc(node["code"])}</pre>'
+            "</details>"
+        )
+    if node.get("changes"):
+        out += (
+            '<div class="cortex-changes" style="margin: 2px 0 4px 1.6em">'
+            f"<small>changes: {esc(node['changes'])}</small></div>"
         )
     approval = node.get("approval")
     if approval:

@@ -529,6 +529,12 @@ class RunState:
             log = "…" + log[-(_LOG_CHARS - 1) :]
         self._op_node(e["id"], log=log)
 
+    def _on_action_changes(self, e: dict[str, Any]) -> None:
+        # The agent's code in the notebook's namespace: the code whole (the
+        # views collapse it) and what it changed, marked when in place.
+        changed = ("⚠ " if e.get("in_place") else "") + str(e.get("summary", ""))
+        self._op_node(e["id"], code=str(e.get("code", "")), changes=changed)
+
     @staticmethod
     def _feed_node(feed_id: str, parent: str | None) -> str:
         """The node of feed ``feed_id`` of the run ``parent`` names (the top run's: None)."""
@@ -580,6 +586,7 @@ HANDLERS: dict[str, Callable[[RunState, dict[str, Any]], None]] = {
         (runtime.ActionSkipped, RunState._on_action_skipped),
         (runtime.ActionCancelled, RunState._on_action_cancelled),
         (runtime.ActionLog, RunState._on_action_log),
+        (runtime.ActionChanges, RunState._on_action_changes),
         (runtime.ActionPlaced, RunState._on_action_placed),
         (runtime.ApprovalRequested, RunState._on_approval_requested),
         (runtime.ApprovalDecided, RunState._on_approval_decided),
