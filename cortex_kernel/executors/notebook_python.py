@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+from ..exceptions import ToolError
 from ..runtime.changes import ChangeReport, UndoResult, code_names, diff, risky_writes, snapshot
 from ..runtime.changes import undo as undo_report
 
@@ -208,7 +209,8 @@ class NotebookPython:
         self._tell(run)
         if error is not None:
             changes = run.report.summary() if run.report is not None else ""
-            raise type(error)(f"{error}\n[notebook changes: {changes}]") from error
+            # One error type for all: some exceptions' constructors take other arguments.
+            raise ToolError(f"{run.error}\n[notebook changes: {changes}]") from error
         return self._text(out.getvalue(), outcome, run)
 
     def _tell(self, run: PythonRun) -> None:

@@ -159,3 +159,16 @@ async def test_python_in_kernel_can_be_granted_or_turned_off() -> None:
         namespace=namespace,
     )
     assert "python" not in off
+
+
+async def test_python_in_kernel_error_says_what_changed_before_it() -> None:
+    namespace: dict[str, object] = {}
+    tools = build_tools(
+        AgentManifest.model_validate(
+            {"builtins": {"python": {"enabled": True, "in_kernel": True}}}
+        ),
+        namespace=namespace,
+    )
+    # UnicodeDecodeError takes five arguments: the error is told, not rebuilt.
+    with pytest.raises(ToolError, match=r"UnicodeDecodeError.*\n\[notebook changes: added: y\]"):
+        await tools.get("python").call({"code": "y = 2\nb'\\xff'.decode('utf-8')"})
