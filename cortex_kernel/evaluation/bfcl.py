@@ -66,7 +66,7 @@ from ..model_options import ModelOptions, protocol_named
 from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
 from ..runtime.tools import Tool, ToolRegistry
-from .runner import Progress, TaskResult, absorb, end_line, start_line
+from .runner import Progress, TaskResult, absorb, run_samples
 
 __all__ = [
     "BFCL_CATEGORIES",
@@ -695,23 +695,17 @@ async def run_bfcl(
     shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
     folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
     chosen = limits or Limits()
-    results: list[TaskResult] = []
-    total = len(cases) * samples
-    for sample in range(samples):
-        for case in cases:
-            if progress is not None:
-                progress(start_line(case.id, results, total))
-            result = await run_case(
-                case,
-                data,
-                model=shared,
-                protocol=protocol,
-                options=options,
-                limits=chosen,
-                sample=sample,
-                transcript_dir=folder,
-            )
-            results.append(result)
-            if progress is not None:
-                progress(end_line(results, total))
-    return results
+
+    async def run_one(case: BfclCase, sample: int) -> TaskResult:
+        return await run_case(
+            case,
+            data,
+            model=shared,
+            protocol=protocol,
+            options=options,
+            limits=chosen,
+            sample=sample,
+            transcript_dir=folder,
+        )
+
+    return await run_samples(cases, samples, progress, run_one)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..model_options import ModelOptions, protocol_named
 from ..runtime.limits import Limits
@@ -27,7 +27,16 @@ from ..runtime.run_result import RunResult
 from ..runtime.tools import ToolRegistry
 from .suite import Suite, Task
 
-__all__ = ["Progress", "TaskResult", "absorb", "end_line", "run_suite", "run_task", "start_line"]
+__all__ = [
+    "Progress",
+    "TaskResult",
+    "absorb",
+    "end_line",
+    "run_samples",
+    "run_suite",
+    "run_task",
+    "start_line",
+]
 
 Progress = Callable[[str], None]
 
@@ -221,22 +230,43 @@ async def run_suite(
 
     shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
     folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
+
+    async def run_one(task: Task, sample: int) -> TaskResult:
+        return await run_task(
+            task,
+            suite,
+            model=shared,
+            protocol=protocol,
+            options=options,
+            sample=sample,
+            transcript_dir=folder,
+        )
+
+    return await run_samples(suite.tasks, samples, progress, run_one)
+
+
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_Item = TypeVar("_Item", bound=_Named)
+
+
+async def run_samples(
+    items: Sequence[_Item],
+    samples: int,
+    progress: Progress | None,
+    run_one: Callable[[_Item, int], Awaitable[TaskResult]],
+) -> list[TaskResult]:
+    """``run_one`` on every item, ``samples`` times; a progress line before and after each."""
     results: list[TaskResult] = []
-    total = len(suite.tasks) * samples
+    total = len(items) * samples
     for sample in range(samples):
-        for task in suite.tasks:
+        for item in items:
             if progress is not None:
-                progress(start_line(task.id, results, total))
-            result = await run_task(
-                task,
-                suite,
-                model=shared,
-                protocol=protocol,
-                options=options,
-                sample=sample,
-                transcript_dir=folder,
-            )
-            results.append(result)
+                progress(start_line(item.id, results, total))
+            results.append(await run_one(item, sample))
             if progress is not None:
                 progress(end_line(results, total))
     return results
