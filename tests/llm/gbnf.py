@@ -214,7 +214,15 @@ class Matcher:
         known = self._suffix.get(position)
         if known is not None:
             return known
-        lengths = self._rule_min()
+        total = self._sequence_min(position, self._rule_min())
+        self._suffix[position] = total
+        return total
+
+    def _sequence_min(self, position: Position, lengths: list[float]) -> float:
+        """The fewest characters from ``position`` to the end of its alternative.
+
+        ``lengths`` are the shortest sentences of the rules it refers to.
+        """
         rule_id, index = position
         rule = self.rules[rule_id]
         total = 0.0
@@ -226,7 +234,6 @@ class Matcher:
             else:
                 total += 1
                 index = self._set((rule_id, index)).next
-        self._suffix[position] = total
         return total
 
     def _rule_min(self) -> list[float]:
@@ -237,19 +244,10 @@ class Matcher:
         changed = True
         while changed:
             changed = False
-            for rule_id, rule in enumerate(self.rules):
+            for rule_id in range(len(self.rules)):
                 best = lengths[rule_id]
                 for start in self._starts[rule_id]:
-                    total, index = 0.0, start
-                    while rule[index][0] not in (END, ALT):
-                        kind, value = rule[index]
-                        if kind == RULE_REF:
-                            total += lengths[value]
-                            index += 1
-                        else:
-                            total += 1
-                            index = _CharSet(rule, index).next
-                    best = min(best, total)
+                    best = min(best, self._sequence_min((rule_id, start), lengths))
                 if best < lengths[rule_id]:
                     lengths[rule_id] = best
                     changed = True
