@@ -12,6 +12,9 @@ Each call of :class:`NotebookPython`:
   the namespace afterwards (:func:`~cortex_kernel.runtime.changes.diff`);
 - keeps matplotlib figures the code opened as PNG (and closes them, so
   the inline backend does not show them twice);
+- keeps undo copies up to ``$CORTEX_UNDO_MB`` megabytes a run (read when
+  the tool is built; unset: :class:`~cortex_kernel.runtime.fingerprints.Budget`'s
+  100 MB);
 - records the run in the namespace's :class:`Ledger` (``%undo`` and
   ``%agent_code`` read it) and returns text for the model: the code's
   stdout, its last expression's value, and what it changed.
@@ -28,6 +31,7 @@ import ast
 import base64
 import contextlib
 import io
+import os
 import re
 import sys
 from collections.abc import Callable, MutableMapping
@@ -36,8 +40,17 @@ from typing import Any
 
 import anyio
 
-from ..exceptions import ToolError
-from ..runtime.changes import ChangeReport, UndoResult, code_names, diff, risky_writes, snapshot
+from ..exceptions import ConfigError, ToolError
+from ..runtime.changes import (
+    MB,
+    Budget,
+    ChangeReport,
+    UndoResult,
+    code_names,
+    diff,
+    risky_writes,
+    snapshot,
+)
 from ..runtime.changes import undo as undo_report
 
 __all__ = ["Ledger", "NotebookPython", "PythonRun", "figure_data_uri", "ledger_for"]
@@ -46,6 +59,7 @@ __all__ = ["Ledger", "NotebookPython", "PythonRun", "figure_data_uri", "ledger_f
 # approval text so the box shows every character that runs.
 _HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _VALUE_LIMIT = 2000
+UNDO_MB_ENV = "CORTEX_UNDO_MB"
 
 
 @dataclass
@@ -134,6 +148,26 @@ def ledger_for(namespace: MutableMapping[str, Any]) -> Ledger:
     return held[1]
 
 
+def undo_budget() -> Budget:
+    """The snapshot :class:`Budget`, its ``undo_bytes`` from ``$CORTEX_UNDO_MB`` if set.
+
+    Raises
+    ------
+    ConfigError
+        The variable is not a number of megabytes ``>= 0``.
+    """
+    raw = os.environ.get(UNDO_MB_ENV, "").strip()
+    if not raw:
+        return Budget()
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = -1.0
+    if not 0 <= megabytes < float("inf"):  # also NaN
+        raise ConfigError(f"${UNDO_MB_ENV} must be a number of megabytes >= 0, not {raw!r}")
+    return Budget(undo_bytes=int(megabytes * MB))
+
+
 def _visible(code: str) -> str:
     return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", code)
 
@@ -150,6 +184,7 @@ class NotebookPython:
     def __init__(self, namespace: MutableMapping[str, Any]) -> None:
         self.namespace = namespace
         self.ledger = ledger_for(namespace)
+        self.budget = undo_budget()
 
     def review(self, arguments: dict[str, Any]) -> tuple[str, list[str]]:
         """What a human approves: the whole code, then what it writes into.
@@ -177,7 +212,7 @@ class NotebookPython:
             tree = ast.parse(code, mode="exec")
         except SyntaxError as exc:
             raise SyntaxError(f"the code does not parse: {exc}") from None
-        before = snapshot(self.namespace, code_names(code))
+        before = snapshot(self.namespace, code_names(code), budget=self.budget)
         pyplot = sys.modules.get("matplotlib.pyplot")
         figures_before = set(pyplot.get_fignums()) if pyplot is not None else set()
         out = io.StringIO()

@@ -152,3 +152,81 @@ def test_headless_refuses_without_yes(tmp_path: Path) -> None:
         e for e in map(json.loads, out.getvalue().splitlines()) if e["type"] == "action_succeeded"
     ]
     assert "42" in json.dumps(results)
+
+
+ROWS = (
+    "%%python\nimport pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3, 4], 'b': [10, 20, 30, 40]})"
+)
+
+
+def test_rows_dropped_in_place_are_reported_and_undone(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(ROWS)
+    kernel.python("%approvals bypass")
+    replay = python_turns(tmp_path, "df.drop(index=[0, 1], inplace=True)")
+    kernel.python(f"%model replay:{replay}")
+    result = kernel.run("drop the first two rows")
+    assert result.status == "ok", result.reply["content"]
+    assert kernel.python("%%python\nprint(len(df))").strip() == "2"
+    changes = kernel.python("%%python\nprint(_run.changes[0]['summary'])")
+    assert "changed in place: df (2 rows removed (labels 0, 1); shape (4, 2) → (2, 2))" in changes
+    changed = kernel.python(
+        "%%python\nc = _run.changes[0]['changed'][0]\nprint(c['names'], c['rows_removed'])"
+    )
+    assert changed.strip() == "['df'] 2"
+    final = result.of_type("update_display_data")[-1]["content"]["data"]
+    assert "changes: ⚠ changed in place: df (2 rows removed (labels 0, 1)" in final["text/plain"]
+    assert "restored: df" in kernel.python("%undo")
+    restored = kernel.python(
+        "%%python\nprint(len(df), df.a.tolist(), df.b.tolist(), list(df.index))"
+    )
+    assert restored.strip() == "4 [1, 2, 3, 4] [10, 20, 30, 40] [0, 1, 2, 3]"
+
+
+def test_a_list_appended_to_is_reported_and_undone(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python("%%python\nitems = [1, 2, 3]\nsame = items")
+    kernel.python("%approvals bypass")
+    kernel.python(f"%model replay:{python_turns(tmp_path, 'items.append(4)')}")
+    result = kernel.run("append 4")
+    assert result.status == "ok", result.reply["content"]
+    assert kernel.python("%%python\nprint(items)").strip() == "[1, 2, 3, 4]"
+    changes = kernel.python("%%python\nprint(_run.changes[0]['summary'])")
+    # Both names of the one list, the append and the length before and after.
+    assert "changed in place: items = same (1 item appended; length 3 → 4)" in changes
+    assert "[notebook changes: changed in place: items = same (1 item appended" in kernel.python(
+        "%history"
+    )
+    final = result.of_type("update_display_data")[-1]["content"]["data"]
+    assert "1 item appended; length 3 → 4" in final["text/plain"]
+    assert "restored: items" in kernel.python("%undo")
+    # Restored in place: the alias sees the original too.
+    assert kernel.python("%%python\nprint(items, same is items)").strip() == "[1, 2, 3] True"
+
+
+def test_a_frame_past_the_undo_limit_is_reported_without_undo(
+    cortex_kernelspec: str, tmp_path: Path
+) -> None:
+    # 1 MB of undo (CORTEX_UNDO_MB) against a 1.5 MB frame: no copy is kept.
+    kernel = Kernel(cortex_kernelspec, {**os.environ, "CORTEX_UNDO_MB": "1"})
+    try:
+        kernel.python(
+            "%%python\nimport numpy as np\nimport pandas as pd\n"
+            "big = pd.DataFrame({'v': np.arange(200_000.0)})"
+        )
+        kernel.python("%approvals bypass")
+        replay = python_turns(tmp_path, "big['w'] = big.v * 2")
+        kernel.python(f"%model replay:{replay}")
+        result = kernel.run("add w")
+        assert result.status == "ok", result.reply["content"]
+        why = "no copy was kept (it takes about 1.5 MB, past the undo limit of 1.0 MB)"
+        changes = kernel.python("%%python\nprint(_run.changes[0]['summary'])")
+        assert "changed in place: big (column 'w' added" in changes
+        assert f"big: undo not available: {why}" in changes
+        changed = kernel.python("%%python\nprint(_run.changes[0]['changed'][0]['undo'])")
+        assert changed.strip() == "False"
+        final = result.of_type("update_display_data")[-1]["content"]["data"]
+        assert f"big: undo not available: {why}" in final["text/plain"]
+        assert f"not restored: big (undo not available: {why})" in kernel.python("%undo")
+        # Not restored: the column stays.
+        assert kernel.python("%%python\nprint(list(big.columns))").strip() == "['v', 'w']"
+    finally:
+        kernel.shutdown()
