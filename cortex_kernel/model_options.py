@@ -130,8 +130,8 @@ class ModelOptions(BaseModel):
     )
     constrain: Constrain | None = Field(
         default=None,
-        description="auto (default: grammar-constrained decoding on servers that take a GBNF "
-        "grammar), grammar (always send it) or off",
+        description="auto (grammar-constrained decoding on servers that take a GBNF grammar), "
+        "grammar (always send it) or off (the default)",
     )
 
     @field_validator("api_base")

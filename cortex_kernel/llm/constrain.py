@@ -64,19 +64,23 @@ _GRAMMARS_LOCK: Final = threading.Lock()  # grammar_for runs in worker threads
 
 
 def constrain_mode(value: str | None) -> ConstrainMode:
-    """``value`` as a :data:`ConstrainMode` (``None``: ``auto``).
+    """``value`` as a :data:`ConstrainMode` (``None``: ``off``).
+
+    Off by default: on the local Qwen2.5-Coder-1.5B the default eval suite
+    did not score better with the grammar than without it (see
+    docs/local-models.md), so it is opt-in until a measurement says it helps.
 
     Raises
     ------
     ValueError
         Anything else.
     """
-    if value is None or value == "auto":
+    if value is None or value == "off":
+        return "off"
+    if value == "auto":
         return "auto"
     if value == "grammar":
         return "grammar"
-    if value == "off":
-        return "off"
     raise ValueError(f"unknown constrain mode {value!r}: use auto, grammar or off")
 
 

@@ -82,7 +82,8 @@ def test_agent_cell_options_apply_to_that_cell_only(cortex: Kernel, server: Fake
     assert result.status == "ok", dump(result)
     first, second = server.requests[-2].body, server.requests[-1].body
     assert (first["temperature"], first["max_tokens"]) == (0.5, 99)
-    assert [t["function"]["name"] for t in first["tools"]] == ["double"]
+    # The notebook agent's in-kernel python, then the notebook's @tool.
+    assert [t["function"]["name"] for t in first["tools"]] == ["python", "double"]
     assert second["messages"][-1] == {
         "role": "tool",
         "tool_call_id": "call_1",
@@ -145,7 +146,7 @@ def test_model_and_protocol_reach_every_session_of_the_notebook(
         assert result.status == "ok", dump(result)
         body = server.requests[-1].body
         assert body["model"] == "switched"
-        assert [t["function"]["name"] for t in body["tools"]] == ["double"]
+        assert [t["function"]["name"] for t in body["tools"]] == ["double"]  # a manifest's own
     finally:
         cortex.python("%protocol xml")
 

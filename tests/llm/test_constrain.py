@@ -82,7 +82,14 @@ def population_tools() -> ToolRegistry:
 
 def session_on(server: FakeOpenAI, tmp_path: Path, **options: Any) -> Session:
     protocol = options.pop("protocol", "xml")
-    settings = {"timeout": 10, "first_token_timeout": 10, "num_retries": 0, **options}
+    # auto unless a test says otherwise: these tests are about what auto does (off is the default).
+    settings = {
+        "timeout": 10,
+        "first_token_timeout": 10,
+        "num_retries": 0,
+        "constrain": "auto",
+        **options,
+    }
     return build_session(
         make_model(server, **settings),
         tools=population_tools(),
@@ -346,7 +353,7 @@ def test_the_constrain_option_everywhere(tmp_path: Path) -> None:
         ModelOptions.from_mapping({"constrain": "always"})
     with pytest.raises(ConfigError, match="--constrain"):
         LiteLLMModel("openai/x", constrain="always")
-    assert LiteLLMModel("openai/x").constrain == "auto"
+    assert LiteLLMModel("openai/x").constrain == "off"
     manifest = tmp_path / "agent.yaml"
     manifest.write_text(
         "name: local\nmodel:\n  name: openai/local\n  api_base: http://127.0.0.1:9/v1\n"
