@@ -250,6 +250,18 @@ def _delete_kernels_and_sessions(api: str) -> None:
             client.delete(f"{api}/kernels/{kernel['id']}").raise_for_status()
 
 
+def _save_and_reopen(page: Any, server: dict[str, Any]) -> None:
+    """Save the notebook, shut its kernel down and open it again, idle: only what was saved."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
+    )
+    _delete_kernels_and_sessions(server["api"])
+    page.goto(server["url"])
+    _wait_idle(page)
+
+
 def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
     _ensure_chromium()
     from playwright.sync_api import sync_playwright
@@ -299,15 +311,8 @@ def test_live_view_in_jupyterlab(lab: dict[str, Any]) -> None:
             )
             assert prices.locator("mjx-container, .MathJax").count() == 0  # no math typeset
             _wait_idle(page)
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-            page.wait_for_function(
-                "() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
-                timeout=30_000,
-            )
-            _delete_kernels_and_sessions(lab["api"])
             # Reopen: a new kernel, no widget models; the saved view must still read.
-            page.goto(lab["url"])
-            _wait_idle(page)
+            _save_and_reopen(page, lab)
             reopened = page.locator(".jp-Cell").first
             reopened.locator(".cortex-run-static").wait_for(timeout=30_000)
             static_html = reopened.locator(".cortex-run-static").inner_html()

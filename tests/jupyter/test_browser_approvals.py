@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,12 +30,14 @@ def call(action_id: str, text: str) -> str:
     )
 
 
-def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> None:
-    _ensure_chromium()
-    from playwright.sync_api import sync_playwright
+def _serve_counting_agent(
+    tmp_path: Path, replay_dir: Path, turns: list[str], message: str
+) -> AbstractContextManager[dict[str, Any]]:
+    """JupyterLab with a notebook whose agent (replaying ``turns``) has ``count``, asked first.
 
+    Its cells: the ``%manifest`` of that agent, then ``message`` to it.
+    """
     replay = tmp_path / "turns.jsonl"
-    turns = [call("c1", "hello"), call("c2", "secret"), "<response>first: $c1</response>"]
     replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
     manifest = tmp_path / "agent.json"
     manifest.write_text(
@@ -45,8 +49,16 @@ def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str, replay
         ),
         encoding="utf-8",
     )
-    cells = [("manifest-cell", f"%manifest {manifest}"), ("agent-cell", "count two words")]
-    served = _serve(tmp_path, replay_dir, "jupyterlab", cells, f"replay:{replay}")
+    cells = [("manifest-cell", f"%manifest {manifest}"), ("agent-cell", message)]
+    return _serve(tmp_path, replay_dir, "jupyterlab", cells, f"replay:{replay}")
+
+
+def test_approve_and_deny_buttons(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> None:
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    turns = [call("c1", "hello"), call("c2", "secret"), "<response>first: $c1</response>"]
+    served = _serve_counting_agent(tmp_path, replay_dir, turns, "count two words")
     with served as lab, sync_playwright() as p:
         context = _launch(p, tmp_path)
         try:
@@ -94,20 +106,7 @@ def test_the_box_shows_the_whole_request_and_approves_what_it_showed(
         f'<action type="tool" id="c1" output_key="c1">{json.dumps(body)}</action>',
         "<response>counted $c1</response>",
     ]
-    replay = tmp_path / "turns.jsonl"
-    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    manifest = tmp_path / "agent.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "model": f"replay:{replay}",
-                "tools": [{"name": "count", "command": COUNT, "confirm": True}],
-            }
-        ),
-        encoding="utf-8",
-    )
-    cells = [("manifest-cell", f"%manifest {manifest}"), ("agent-cell", "check the disk")]
-    served = _serve(tmp_path, replay_dir, "jupyterlab", cells, f"replay:{replay}")
+    served = _serve_counting_agent(tmp_path, replay_dir, turns, "check the disk")
     with served as lab, sync_playwright() as p:
         context = _launch(p, tmp_path)
         try:

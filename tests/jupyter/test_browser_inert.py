@@ -23,10 +23,10 @@ import pytest
 
 from tests.jupyter.test_browser import (
     OBSERVER,
-    _delete_kernels_and_sessions,
     _ensure_chromium,
     _free_port,
     _launch,
+    _save_and_reopen,
     _serve,
     _wait_idle,
 )
@@ -139,15 +139,8 @@ def test_hostile_outputs_are_inert_in_jupyterlab(
             _wait_idle(page)
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             executed = _inspect(page)
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-            page.wait_for_function(
-                "() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
-                timeout=30_000,
-            )
-            _delete_kernels_and_sessions(lab["api"])
             # Opened again: the saved outputs, trusted (JupyterLab signed them).
-            page.goto(lab["url"])
-            _wait_idle(page)
+            _save_and_reopen(page, lab)
             reopened = _inspect(page)
         finally:
             context.close()
