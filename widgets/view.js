@@ -131,6 +131,14 @@ function textElement(tag, text, className) {
   return e;
 }
 
+// A <details> of class className, its <summary> label, showing text in a <pre>.
+function collapsed(className, label, text) {
+  const details = document.createElement("details");
+  details.className = className;
+  details.append(textElement("summary", label), textElement("pre", text));
+  return details;
+}
+
 // An absolute http, https or mailto URL, or null: no javascript:, data:,
 // relative (the Jupyter server's own API) or other URL from model text.
 function safeHref(url) {
@@ -347,39 +355,12 @@ function renderNode(node, children, store, depth) {
     d.textContent = detail;
     li.appendChild(d);
   }
-  if (node.traceback) {
-    // The failing tool's own frames, collapsed until asked for.
-    const tb = document.createElement("details");
-    tb.className = "cortex-traceback";
-    const summary = document.createElement("summary");
-    summary.textContent = "traceback";
-    const pre = document.createElement("pre");
-    pre.textContent = node.traceback;
-    tb.append(summary, pre);
-    li.appendChild(tb);
-  }
-  if (node.log) {
-    // What the tool wrote to stderr (its tail), collapsed: not its result.
-    const log = document.createElement("details");
-    log.className = "cortex-log";
-    const summary = document.createElement("summary");
-    summary.textContent = "stderr";
-    const pre = document.createElement("pre");
-    pre.textContent = node.log;
-    log.append(summary, pre);
-    li.appendChild(log);
-  }
-  if (node.code) {
-    // The agent's code that ran in the notebook's namespace, collapsed beside its result.
-    const code = document.createElement("details");
-    code.className = "cortex-code";
-    const summary = document.createElement("summary");
-    summary.textContent = "code";
-    const pre = document.createElement("pre");
-    pre.textContent = node.code;
-    code.append(summary, pre);
-    li.appendChild(code);
-  }
+  // The failing tool's own frames; what the tool wrote to stderr (its tail, not
+  // its result); the agent's code that ran in the notebook's namespace: each
+  // collapsed until asked for.
+  if (node.traceback) li.appendChild(collapsed("cortex-traceback", "traceback", node.traceback));
+  if (node.log) li.appendChild(collapsed("cortex-log", "stderr", node.log));
+  if (node.code) li.appendChild(collapsed("cortex-code", "code", node.code));
   if (node.changes) {
     // What the run changed in the user's variables (⚠: an object changed in place).
     li.appendChild(textElement("div", `changes: ${node.changes}`, "cortex-changes"));
