@@ -116,7 +116,8 @@ def _serve(
     # A plain message cell of the Cortex kernel; the model comes from the
     # environment the server passes to its kernels.
     cell = "What is the capital of France? Add one fact about it."
-    prices = f"%%agent --model replay:{replay_dir}/prices.jsonl\nWhat does it cost?"
+    # The figures are in the message, so the answer's are grounded (no unverified mark).
+    prices = f"%%agent --model replay:{replay_dir}/prices.jsonl\nWhat does it cost, 5 or 6?"
     if cells is None:
         cells = [("agent-cell", cell), ("prices-cell", prices), ("python-cell", PYTHON_CELL)]
     notebook = {
