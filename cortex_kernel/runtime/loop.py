@@ -529,6 +529,9 @@ class Run:
                 if node.state is NodeState.SUCCEEDED:
                     evidence.add(node.result, source=node.id)
             evidence.add_references(raw, lookup)
+            for slot in self.feeds.slots():  # context feeds are values the model was shown
+                if slot.text:
+                    evidence.add(slot.text, source=f"context feed {slot.id}")
             for earlier in self.prior:
                 _add_earlier(evidence, earlier)
             evidence.add_message(self.message)
