@@ -531,7 +531,7 @@ class Run:
             evidence.add_references(raw, lookup)
             for slot in self.feeds.slots():  # context feeds are values the model was shown
                 if slot.text:
-                    evidence.add(slot.text, source=f"context feed {slot.id}")
+                    evidence.add(slot.text, source=f"context feed {slot.id}", data=False)
             for earlier in self.prior:
                 _add_earlier(evidence, earlier)
             evidence.add_message(self.message)
