@@ -62,11 +62,11 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..model_options import ModelOptions, protocol_named
+from ..model_options import ModelOptions
 from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
 from ..runtime.tools import Tool, ToolRegistry
-from .runner import Progress, TaskResult, absorb, run_samples
+from .runner import Progress, TaskResult, absorb, eval_model, run_samples
 
 __all__ = [
     "BFCL_CATEGORIES",
@@ -690,10 +690,7 @@ async def run_bfcl(
     transcript_dir: Path | None = None,
 ) -> list[TaskResult]:
     """Run every case ``samples`` times; report each as it ends through ``progress``."""
-    from ..llm import resolve_model
-
-    shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
-    folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
+    shared, folder = eval_model(model, protocol, options, transcript_dir)
     chosen = limits or Limits()
 
     async def run_one(case: BfclCase, sample: int) -> TaskResult:

@@ -32,6 +32,7 @@ __all__ = [
     "TaskResult",
     "absorb",
     "end_line",
+    "eval_model",
     "run_samples",
     "run_suite",
     "run_task",
@@ -226,10 +227,7 @@ async def run_suite(
     transcript_dir: Path | None = None,
 ) -> list[TaskResult]:
     """Run every task ``samples`` times; report each as it ends through ``progress``."""
-    from ..llm import resolve_model
-
-    shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
-    folder = transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
+    shared, folder = eval_model(model, protocol, options, transcript_dir)
 
     async def run_one(task: Task, sample: int) -> TaskResult:
         return await run_task(
@@ -251,6 +249,16 @@ class _Named(Protocol):
 
 
 _Item = TypeVar("_Item", bound=_Named)
+
+
+def eval_model(
+    model: str | None, protocol: str, options: ModelOptions, transcript_dir: Path | None
+) -> tuple[Any, Path]:
+    """The model every run of an eval shares, and the folder for its transcripts."""
+    from ..llm import resolve_model
+
+    shared = resolve_model(model, options.merged(ModelOptions(protocol=protocol_named(protocol))))
+    return shared, transcript_dir or Path(tempfile.mkdtemp(prefix="cortex-eval-"))
 
 
 async def run_samples(

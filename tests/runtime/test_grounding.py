@@ -268,7 +268,8 @@ def test_a_dict_of_numbers_and_a_list_of_records_have_aggregates() -> None:
 
 
 def test_dataframe_values_columns_and_groups_are_evidence() -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # a test dependency: these tests never skip
+
     frame = pd.DataFrame(
         {
             "region": ["North", "South", "North", "South", "North"],
@@ -287,7 +288,8 @@ def test_dataframe_values_columns_and_groups_are_evidence() -> None:
 
 
 def test_a_series_values_labels_and_aggregates_are_evidence() -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # a test dependency: these tests never skip
+
     series = pd.Series([1_500, 2_250, 975], index=["Ayr", "Bude", "Cove"], name="visitors 2019")
     evidence = Evidence()
     evidence.add(series)
@@ -296,7 +298,8 @@ def test_a_series_values_labels_and_aggregates_are_evidence() -> None:
 
 
 def test_a_large_dataframe_is_sampled_with_its_aggregates_and_says_so() -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # a test dependency: these tests never skip
+
     frame = pd.DataFrame({"n": range(100_000)})
     evidence = Evidence(sample=100)
     evidence.add(frame)
@@ -311,7 +314,8 @@ def test_a_large_dataframe_is_sampled_with_its_aggregates_and_says_so() -> None:
 
 
 def test_a_large_array_is_sampled_with_its_aggregates() -> None:
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     evidence = Evidence(sample=10)
     evidence.add(np.arange(1_000).reshape(10, 100))
     assert unverified("10 by 100, the sum 499,500, the max 999", evidence) == []
