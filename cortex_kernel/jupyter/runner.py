@@ -31,6 +31,7 @@ import logging
 import os
 import shlex
 import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +117,14 @@ class FinalAnswer:
         from .safe_markup import markdown_html
 
         return markdown_html(self._shown(markdown=True))
+
+
+@dataclass
+class _DemoTrace:
+    """What the demo model left in a session: the names its runs bound, and its results."""
+
+    names: set[str] = field(default_factory=set)
+    results: list[RunResult] = field(default_factory=list)
 
 
 class _Options(argparse.Namespace):
@@ -258,6 +267,9 @@ class AgentRunner:
         self._session: Session | None = None
         self._relics: RelicRegistry | None = None
         self._manifest_sessions: dict[tuple[str, str | None], Session] = {}
+        # What the offline demo model left in each session (by id): forgotten
+        # when a real model takes over (see _leave_demo).
+        self._demo: dict[int, _DemoTrace] = {}
         #: Holds the sessions open while the kernel's loop runs.
         self.host = SessionHost()
         shell.events.register("pre_run_cell", self._pre_run_cell)
@@ -381,6 +393,32 @@ class AgentRunner:
         configs = [(s, with_model(s.config, spec, options)) for s in self.sessions()]
         for session, config in configs:
             session.config = config
+            self._leave_demo(session, config.model)
+
+    def _leave_demo(self, session: Session, model: Any) -> None:
+        """Forget what the demo model did in ``session`` once ``model``, a real one, takes over.
+
+        The demo's canned exchange is not a conversation the user had: a real
+        model shown it copies it. Its turns go (the history cannot drop some
+        turns and keep others, so the conversation starts afresh), and so do
+        the variables it bound and ``_run``/``_response`` while they still
+        hold its values (a name the user reassigned stays).
+        """
+        from ..llm import is_demo
+
+        trace = self._demo.get(id(session))
+        if trace is None or is_demo(model):
+            return
+        del self._demo[id(session)]
+        session.reset()
+        for name in trace.names:
+            session.variables_store.delete(name)
+        ns = self.shell.user_ns
+        if any(ns.get("_run") is result for result in trace.results):
+            ns.pop("_run", None)
+            if any(ns.get("_response") is result.answer for result in trace.results):
+                ns.pop("_response", None)
+        self.results = [r for r in self.results if all(r is not d for d in trace.results)]
 
     def set_manifest(self, path: str | None) -> list[str]:
         """Use another manifest: a new session (and a new history) from the next cell.
@@ -419,6 +457,7 @@ class AgentRunner:
         """Drop the session (the next cell builds one); the host closes it in the background."""
         session, self._session = self._session, None
         if session is not None:
+            self._demo.pop(id(session), None)
             self.host.release(session)
 
     async def aclose(self) -> None:
@@ -444,6 +483,29 @@ class AgentRunner:
                 self._manifest_sessions[key] = self._build(self.model_spec, manifest, agent)
             return self._manifest_sessions[key]
         return self.session
+
+    def _watch_demo(self, session: Session, model: Any) -> set[str] | None:
+        """Before a run on ``model``: the session's names now if it is the demo, else ``None``.
+
+        A real model (a cell's own ``--model`` too) first makes the session
+        forget what the demo left in it.
+        """
+        from ..llm import is_demo
+
+        if is_demo(model):
+            return set(session.variables)
+        self._leave_demo(session, model)
+        return None
+
+    def _record(self, session: Session, result: RunResult, demo_names: set[str] | None) -> None:
+        """Keep the run's result (``_run``, ``_response``); a demo run's leavings are noted."""
+        self.results.append(result)
+        self.shell.user_ns["_run"] = result
+        self.shell.user_ns["_response"] = result.answer
+        if demo_names is not None:
+            trace = self._demo.setdefault(id(session), _DemoTrace())
+            trace.names |= (set(session.variables) - demo_names) | set(result.variables)
+            trace.results.append(result)
 
     async def run(self, message: str, options_line: str = "") -> FinalAnswer | None:
         """Run one agent cell: show the live view, bind the results, return the answer.
@@ -506,6 +568,7 @@ class AgentRunner:
 
         from ..executors.notebook_python import ledger_for
 
+        demo_names = self._watch_demo(session, config.model)
         ledger = ledger_for(self.shell.user_ns)
         ledger.begin()  # %undo and %agent_code act on this cell's code runs
         ledger.publish = _show_figure
@@ -523,9 +586,7 @@ class AgentRunner:
         if result is None and session.last_result is not before:
             result = session.last_result  # the interrupted run, settled as cancelled
         if result is not None:
-            self.results.append(result)
-            self.shell.user_ns["_run"] = result
-            self.shell.user_ns["_response"] = result.answer
+            self._record(session, result, demo_names)
         if result is None or scope.cancelled_caught or result.status == "cancelled":
             stuck = result.unstopped if result is not None else []
             raise RunInterrupted(

@@ -34,6 +34,7 @@ __all__ = [
     "ProtocolPrompt",
     "configured_model",
     "default_model_name",
+    "is_demo",
     "preload",
     "resolve_model",
 ]
@@ -106,6 +107,11 @@ def default_model_name() -> str | None:
         if os.environ.get(env, "").strip():
             return model
     return None
+
+
+def is_demo(model: object) -> bool:
+    """Whether ``model`` is the built-in demo (:func:`resolve_model` with no model and no key)."""
+    return getattr(model, "note", None) == DEMO_NOTE
 
 
 def resolve_model(name: str | None = None, options: ModelOptions | None = None) -> Model:

@@ -1,0 +1,93 @@
+"""A first run that does not mislead: the offline demo stays out of a real conversation.
+
+The kernel starts with no model and no provider key, so the built-in demo
+transcript answers; then ``%model`` (or a cell's ``--model``) points at a
+real litellm client talking HTTP to the loopback fake provider, which
+records what each request carried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.llm.fake_openai import FakeOpenAI
+
+from .conftest import Kernel, dump
+
+pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
+
+
+def _no_model_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("CORTEX_MODEL", None)
+    return env
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def demo_kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
+    kernel = Kernel(cortex_kernelspec, _no_model_env())
+    yield kernel
+    kernel.shutdown()
+
+
+def _names(kernel: Kernel, *names: str) -> dict[str, bool]:
+    code = f"import json\nprint(json.dumps({{n: n in globals() for n in {list(names)!r}}}))"
+    out = kernel.python(f"%%python\n{code}")
+    return dict(json.loads(out))
+
+
+def _sent(server: FakeOpenAI) -> str:
+    return json.dumps(server.requests[-1].body["messages"])
+
+
+def test_a_real_model_never_sees_the_demo(demo_kernel: Kernel, server: FakeOpenAI) -> None:
+    demo = demo_kernel.run("Hello?", cell_id="cell-demo")
+    assert demo.status == "ok", dump(demo)
+    assert "Hello from Cortex" in demo.result_data()["text/plain"]
+    assert _names(demo_kernel, "greeting", "tip", "_run") == {
+        "greeting": True,
+        "tip": True,
+        "_run": True,
+    }
+    demo_kernel.python("%%python\nmine = 'kept'\ntip = 'my own tip'")
+
+    demo_kernel.python(f"%model openai/local --api-base {server.api_base}")
+    assert _names(demo_kernel, "greeting", "tip", "mine", "_run", "_response") == {
+        "greeting": False,  # the demo's variable is gone
+        "tip": True,  # the user reassigned it: theirs now
+        "mine": True,
+        "_run": False,
+        "_response": False,
+    }
+    server.stream("<response>Hi.</response>")
+    real = demo_kernel.run("What did we talk about?", cell_id="cell-real")
+    assert real.status == "ok", dump(real)
+    sent = _sent(server)
+    assert "What did we talk about?" in sent
+    assert "Hello?" not in sent and "Hello from Cortex" not in sent and "demo" not in sent
+    assert "greeting" not in sent
+    assert demo_kernel.python("%%python\nprint(tip, _response)").strip() == "my own tip Hi."
+
+
+def test_a_cells_own_real_model_does_not_see_the_demo(
+    demo_kernel: Kernel, server: FakeOpenAI
+) -> None:
+    assert demo_kernel.run("Hello?", cell_id="cell-demo").status == "ok"
+    server.stream("<response>Hi.</response>")
+    real = demo_kernel.run(
+        f"%%agent --model openai/local --api-base {server.api_base}\nAnd now?",
+        cell_id="cell-real",
+    )
+    assert real.status == "ok", dump(real)
+    sent = _sent(server)
+    assert "And now?" in sent and "Hello from Cortex" not in sent and "Hello?" not in sent
