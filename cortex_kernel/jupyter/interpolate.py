@@ -12,6 +12,10 @@ TypeScript destructuring (the trap of jupyter-ai's issue #27, where
 - ``{{name}}`` (doubled braces) is the way to write a literal: the model
   reads ``{name}``, as ``str.format`` would write it;
 - anything inside a fenced code block (```` ``` ````) stays.
+
+A ``{name}`` left as written because nothing is bound to ``name`` is most
+often a typo or a cell not run yet: :func:`unbound_references` names them,
+and the kernel shows a warning (the message is still sent as written).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "unbound_references"]
 
 # A doubled reference first ({{name}}: a literal), then a simple one ({name}).
 _REF = re.compile(
@@ -30,17 +34,30 @@ _REF = re.compile(
 _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
 
-def _substitute(text: str, namespace: Mapping[str, Any]) -> str:
+def _substitute(text: str, namespace: Mapping[str, Any], unbound: list[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         name, conversion = match.group(1), match.group(2)
         if name is None:  # {{name}}: a literal {name}
             return match.group(0)[1:-1]
         if name not in namespace:
+            if name not in unbound:
+                unbound.append(name)
             return match.group(0)
         value = namespace[name]
         return repr(value) if conversion == "r" else str(value)
 
     return _REF.sub(replace, text)
+
+
+def unbound_references(message: str, namespace: Mapping[str, Any]) -> list[str]:
+    """The names of simple ``{name}`` references in ``message`` that ``namespace`` lacks.
+
+    In order of first appearance, each once; ``{{name}}`` literals and fenced
+    code are not references.
+    """
+    unbound: list[str] = []
+    _interpolate(message, namespace, unbound)
+    return unbound
 
 
 def interpolate(message: str, namespace: Mapping[str, Any]) -> str:
@@ -60,6 +77,10 @@ def interpolate(message: str, namespace: Mapping[str, Any]) -> str:
         ``str(value)`` (``repr(value)`` for ``{name!r}``); all other text,
         including fenced code blocks, unchanged.
     """
+    return _interpolate(message, namespace, [])
+
+
+def _interpolate(message: str, namespace: Mapping[str, Any], unbound: list[str]) -> str:
     if "{" not in message:
         return message
     out: list[str] = []
@@ -68,12 +89,12 @@ def interpolate(message: str, namespace: Mapping[str, Any]) -> str:
     for fence in _FENCE.finditer(message):
         # Line-start fences toggle code/prose; only prose segments are substituted.
         segment = message[pos : fence.start()]
-        out.append(segment if in_fence else _substitute(segment, namespace))
+        out.append(segment if in_fence else _substitute(segment, namespace, unbound))
         line_end = message.find("\n", fence.start())
         line_end = len(message) if line_end < 0 else line_end
         out.append(message[fence.start() : line_end])
         pos = line_end
         in_fence = not in_fence
     tail = message[pos:]
-    out.append(tail if in_fence else _substitute(tail, namespace))
+    out.append(tail if in_fence else _substitute(tail, namespace, unbound))
     return "".join(out)

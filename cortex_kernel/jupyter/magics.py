@@ -85,8 +85,12 @@ def _own_cell(lines: list[str]) -> bool:
     return code is None or "".join(lines).rstrip("\n") == code
 
 
-def _agent_call(message: str, options: str, wrap: str = "") -> list[str]:
+def _agent_call(
+    message: str, options: str, wrap: str = "", *, message_cell: bool = False
+) -> list[str]:
     extra = f", {wrap.strip()!r}" if wrap else ""
+    if message_cell:  # a Cortex kernel message cell (hints that it may be Python)
+        extra += ", message_cell=True"
     return [f"{_RUN_CALL}({message!r}, {options.strip()!r}{extra})\n"]
 
 
@@ -113,14 +117,14 @@ def transform_kernel_cell(lines: list[str]) -> list[str]:
         return lines[first + 1 :]
     magic = head.split(maxsplit=1)[0]
     if magic in _WRAPPING:
-        return _agent_call("".join(lines[first + 1 :]), "", head[2:])
+        return _agent_call("".join(lines[first + 1 :]), "", head[2:], message_cell=True)
     if head.startswith("%%"):
         return transform_agent_cell(lines)
     if all(line.lstrip().startswith(("%", "#")) for line in lines if line.strip()):
         return lines
     if "".join(lines).strip() in _LEAVE:
         return lines  # IPython's exit / quit: leave, as in any IPython front end
-    return _agent_call("".join(lines), "")
+    return _agent_call("".join(lines), "", message_cell=True)
 
 
 # -- line magics ----------------------------------------------------------------

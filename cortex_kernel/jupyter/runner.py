@@ -507,8 +507,13 @@ class AgentRunner:
             trace.names |= (set(session.variables) - demo_names) | set(result.variables)
             trace.results.append(result)
 
-    async def run(self, message: str, options_line: str = "") -> FinalAnswer | None:
+    async def run(
+        self, message: str, options_line: str = "", *, message_cell: bool = False
+    ) -> FinalAnswer | None:
         """Run one agent cell: show the live view, bind the results, return the answer.
+
+        ``message_cell``: a Cortex kernel message cell, hinted ``%%python`` when
+        it is a Python program.
 
         Raises
         ------
@@ -550,6 +555,8 @@ class AgentRunner:
         # Notebook functions marked with @cortex_kernel.tool are the agent's tools.
         session.tools.collect(self.shell.user_ns)
         view = RunView(on_approval=self.approver.decide)
+        for warning in _message_warnings(message, self.shell.user_ns, message_cell):
+            view.state.apply({"type": "warning", "message": warning})
         note = getattr(config.model, "note", None)
         if note and not options.model:
             # e.g. no provider key: the offline demo model answers, and says so.
@@ -610,6 +617,28 @@ class AgentRunner:
         return FinalAnswer(*marked_answer(result.answer, result.grounding))
 
 
+def _message_warnings(message: str, namespace: Any, message_cell: bool) -> list[str]:
+    """What the view says about the message as written: unbound ``{name}``s, Python."""
+    from .interpolate import unbound_references
+
+    warnings = []
+    unbound = unbound_references(message, namespace)
+    if unbound:
+        refs = ", ".join("{" + name + "}" for name in unbound)
+        warnings.append(
+            f"{refs} {'names' if len(unbound) == 1 else 'name'} no notebook variable, so "
+            "the message was sent with it as written (define it first, or write {{name}} "
+            "for a literal)"
+        )
+    if message_cell:
+        from .hints import python_hint
+
+        hint = python_hint(message)
+        if hint:
+            warnings.append(hint)
+    return warnings
+
+
 def _show_figure(png: bytes) -> None:
     """A figure of the agent's code, as ``image/png`` display data in the running cell."""
     from IPython.display import Image, display
@@ -649,16 +678,19 @@ def runner_for(shell: Any) -> AgentRunner:
     return runner
 
 
-async def run_cell(message: str, options_line: str = "", wrap: str = "") -> FinalAnswer | None:
+async def run_cell(
+    message: str, options_line: str = "", wrap: str = "", *, message_cell: bool = False
+) -> FinalAnswer | None:
     """What a rewritten agent cell awaits (see :mod:`cortex_kernel.jupyter.magics`).
 
-    ``wrap`` is the cell magic around the message (``time``, ``capture [args]``).
+    ``wrap`` is the cell magic around the message (``time``, ``capture [args]``);
+    ``message_cell``: a Cortex kernel message cell (not ``%%agent``).
     """
     __tracebackhide__ = True
     from IPython import get_ipython
 
     shell = get_ipython()
-    run = runner_for(shell).run(message, options_line)
+    run = runner_for(shell).run(message, options_line, message_cell=message_cell)
     kind, _, args = wrap.partition(" ")
     if kind == "time":
         from .wrap import timed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cortex_kernel.jupyter.interpolate import interpolate
+from cortex_kernel.jupyter.interpolate import interpolate, unbound_references
 
 NS = {"x": 42, "name": "Ada", "items": [1, 2]}
 
@@ -37,3 +37,9 @@ def test_fenced_code_is_left_alone() -> None:
 
 def test_unclosed_fence_protects_the_rest() -> None:
     assert interpolate("a {x}\n```\n{x}", NS) == "a 42\n```\n{x}"
+
+
+def test_unbound_references_are_named_once_in_order() -> None:
+    message = "{nope} and {x} and {{lit}} and {also_nope!r} and {nope}\n```\n{in_code}\n```"
+    assert unbound_references(message, NS) == ["nope", "also_nope"]
+    assert unbound_references("{x: 1} {x + 1} {'k': 1}", NS) == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import SLEEPER_TOOL, Kernel, alive, dump, sleeps
+from .conftest import SLEEPER_TOOL, CellResult, Kernel, alive, dump, sleeps
 
 pytestmark = pytest.mark.kernel
 
@@ -70,6 +70,43 @@ def test_interpolation_of_notebook_variables(cortex: Kernel) -> None:
     assert result.status == "ok", dump(result)
     out = cortex.python("%%python\nprint(_run.events[0].message)")
     assert out.strip() == "Tell me about owl and {'k': 1}"
+
+
+def _warnings(result: CellResult) -> list[str]:
+    return [op[1] for op in result.widget_ops() if op[0] == "w"]
+
+
+def test_an_unbound_reference_is_sent_as_written_with_a_warning(cortex: Kernel) -> None:
+    cortex.python("%%python\nbird = 'owl'")
+    result = cortex.run("Compare {bird} with {birb} and {birb}", cell_id="cell-unbound")
+    assert result.status == "ok", dump(result)
+    warned = [w for w in _warnings(result) if "{birb}" in w]
+    assert len(warned) == 1 and "{bird}" not in warned[0], _warnings(result)
+    assert "sent with it as written" in warned[0]
+    out = cortex.python("%%python\nprint(_run.events[0].message)")
+    assert out.strip() == "Compare owl with {birb} and {birb}"
+    bound = cortex.run("Just {bird} and {{literal}}", cell_id="cell-bound")
+    assert not any("no notebook variable" in w for w in _warnings(bound)), _warnings(bound)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["df = load_data()\ndf.head()", "import pandas as pd", "df.describe()", "print(x)"],
+)
+def test_a_python_message_gets_a_hint(cortex: Kernel, code: str) -> None:
+    result = cortex.run(code, cell_id="cell-python-hint")
+    assert result.status == "ok", dump(result)  # still sent: the agent answers it
+    assert any("%%python" in w for w in _warnings(result)), _warnings(result)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    ["what is df.shape?", "Summarise the data", "hello", "Hello (again) and thanks"],
+)
+def test_prose_gets_no_python_hint(cortex: Kernel, prose: str) -> None:
+    result = cortex.run(prose, cell_id="cell-prose")
+    assert result.status == "ok", dump(result)
+    assert not any("%%python" in w for w in _warnings(result)), _warnings(result)
 
 
 def test_rerunning_a_cell_replaces_its_turn(cortex: Kernel) -> None:
