@@ -5,6 +5,13 @@ local-model`` is up (``POST /extras/tokenize`` of llama-cpp-python's
 server), else estimated by litellm's counter (cl100k). Usage::
 
     .venv/bin/python scripts/prompt_tokens.py [--api-base http://127.0.0.1:8377]
+    .venv/bin/python scripts/prompt_tokens.py --first-token [--constrain auto]
+
+``--first-token`` runs two cells in one session on the local model (the
+default suite's tools; a question, then a follow-up on its answer) and
+prints, for every turn, the seconds from sending it to its first text: the
+second cell's first turn shows whether the server's prefix cache kept the
+system prompt and the first cell.
 """
 
 from __future__ import annotations
@@ -51,10 +58,67 @@ def count_tokens(text: str, api_base: str | None) -> tuple[int, str]:
     return int(load_litellm().token_counter(text=text)), "litellm estimate"
 
 
+#: The parser's events of text the model wrote.
+WRITTEN = {"text", "thought_start", "action_open", "action_parsed", "response_start"}
+CELLS = ("What is the population of Toulouse?", "Double that number.")
+
+
+async def first_tokens(api_base: str, constrain: str) -> None:
+    """Run :data:`CELLS` in one session; print each turn's seconds to its first text."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from cortex_kernel.agent import build_session
+    from cortex_kernel.model_options import ModelOptions
+
+    registry = ToolRegistry()
+    suite = load_suite()
+    for name, function in suite.tools.items():
+        registry.register(function, name=name)
+    options = ModelOptions.model_validate(
+        {"api_base": api_base, "temperature": 0, "constrain": constrain}
+    )
+    session = build_session(
+        model="openai/local",
+        options=options,
+        namespace=dict(suite.tools),
+        tools=registry,
+        transcript_dir=Path(tempfile.mkdtemp(prefix="cortex-first-token-")),
+    )
+    sent: list[float] = []
+    firsts: dict[int, float] = {}
+
+    def on_event(event: object) -> None:
+        kind = getattr(event, "type", "")
+        if getattr(event, "parent", None) is not None:
+            return
+        if kind == "turn_started":
+            sent.append(time.perf_counter())
+        elif sent and len(sent) not in firsts and kind in WRITTEN:
+            firsts[len(sent)] = time.perf_counter() - sent[-1]
+
+    async with session:
+        for cell, message in enumerate(CELLS, 1):
+            sent.clear()
+            firsts.clear()
+            result = await session.run(message, on_event=on_event)
+            turns = ", ".join(f"turn {n}: {s:.2f} s" for n, s in sorted(firsts.items()))
+            print(f"cell {cell} ({result.status}, {result.answer.strip()[:40]!r}): {turns}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api-base", default="http://127.0.0.1:8377")
+    parser.add_argument("--first-token", action="store_true", help="time two cells' turns")
+    parser.add_argument("--constrain", default="auto", choices=("auto", "grammar", "off"))
     args = parser.parse_args()
+    if args.first_token:
+        import asyncio
+
+        root = args.api_base.rstrip("/").removesuffix("/v1")
+        asyncio.run(first_tokens(root + "/v1", args.constrain))
+        return
     internal = ["delete_variable", "list_variables", "set_variable"]
     for protocol in ("xml", "tools"):
         for count in (4, 20):
