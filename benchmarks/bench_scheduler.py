@@ -203,7 +203,7 @@ async def run_dag(dag: Dag, gap: float) -> dict[str, Any]:
                 else:
                     await anyio.lowlevel.checkpoint()
             else:
-                # as the agent loop does after each submission (see runtime/loop.py)
+                # as the agent loop does after each submission (see runtime/turn.py)
                 await anyio.lowlevel.checkpoint()
             arrival[name] = time.perf_counter() - t0
             scheduler.submit(

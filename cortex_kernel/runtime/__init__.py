@@ -13,7 +13,7 @@ from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .limits import Limits
-    from .loop import Run, RunContext
+    from .loop import Run
     from .ports import (
         Completion,
         CompletionRequest,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ToolCall,
         protocol_named,
     )
+    from .run_context import RunContext
     from .run_events import AnyEvent, RunStatus, RuntimeEvent, Usage, parse_event
     from .run_result import RunResult
     from .scheduler import Scheduler
@@ -89,7 +90,7 @@ _LAZY: dict[str, str] = {
     "protocol_named": ".ports",
     "Session": ".session",
     "Run": ".loop",
-    "RunContext": ".loop",
+    "RunContext": ".run_context",
     "RunResult": ".run_result",
     "Limits": ".limits",
     "Tool": ".tools",

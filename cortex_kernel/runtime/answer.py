@@ -1,19 +1,24 @@
-"""The final answer's ``$var``s: filled in, or shown as a marked placeholder.
+"""The final answer: its ``$var``s filled in, and its figures checked against what the run saw.
 
 A reference in the answer whose action failed, was skipped or never ran
 cannot be filled. Left as ``$name`` it reads like a price, or like LaTeX to
 a notebook's math renderer; so it becomes ``⟨name: failed⟩`` and the run's
 status says the answer is incomplete (docs/runtime.md#events, ``run_finished``).
+:func:`ground_answer` gathers the evidence the grounding check
+(:mod:`.grounding`) compares the answer's figures with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from .grounding import Evidence, GroundingReport, check
+from .nodes import ActionNode, NodeState
+from .ports import FeedSlot, Message
 from .references import interpolate_text
 
-__all__ = ["Placeholder", "fill_answer"]
+__all__ = ["Placeholder", "fill_answer", "ground_answer"]
 
 
 class Placeholder:
@@ -66,3 +71,61 @@ def fill_answer(
             return Placeholder(name, reason)
 
     return interpolate_text(text, lenient), missing
+
+
+def ground_answer(
+    answer: str,
+    written: str,
+    lookup: Callable[[str], Any],
+    *,
+    nodes: Iterable[ActionNode],
+    feeds: Iterable[FeedSlot],
+    prior: Iterable[Message],
+    message: str,
+) -> GroundingReport:
+    """Check the figures of ``answer`` against what the run saw.
+
+    Parameters
+    ----------
+    answer
+        The final answer, its references filled in.
+    written
+        The answer as the model wrote it, and ``lookup``, how its ``$var``s
+        were looked up: the values they came from are evidence.
+    nodes
+        The run's actions: the results of those that succeeded are the operands.
+    feeds
+        The context feeds the model was shown (values, not data it looked at).
+    prior
+        The conversation of earlier runs.
+    message
+        The user's message.
+    """
+    evidence = Evidence()
+    for node in nodes:  # the run's own results first: they are the operands
+        if node.state is NodeState.SUCCEEDED:
+            evidence.add(node.result, source=node.id)
+    evidence.add_references(written, lookup)
+    for slot in feeds:
+        if slot.text:
+            evidence.add(slot.text, source=f"context feed {slot.id}", data=False)
+    for earlier in prior:
+        _add_earlier(evidence, earlier)
+    evidence.add_message(message)
+    return check(answer, evidence)
+
+
+def _add_earlier(evidence: Evidence, message: Message) -> None:
+    """Add an earlier run's message: its results are data, the user's words are not.
+
+    The assistant's earlier answers are left out: a figure invented once
+    must not ground itself the next time.
+    """
+    content = message.get("content")
+    if not isinstance(content, str):
+        return
+    role = message.get("role")
+    if role == "tool" or (role == "user" and "<action_result" in content):
+        evidence.add(content, source="an earlier result")
+    elif role == "user":
+        evidence.add(content, source="an earlier message", data=False)

@@ -28,54 +28,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-import anyio.lowlevel
-from anyio.abc import TaskGroup
 
 from ..exceptions import ModelError
-from ..protocol.models import ActionMode, IdAllocator
+from ..protocol.models import IdAllocator
 from ..protocol.parser import Parser
-from ..protocol.parser_events import (
-    ActionErrorEvent,
-    ActionOpen,
-    ActionParsed,
-    ContextFeed,
-    ParserEvent,
-    ResponseDelta,
-    ResponseEnd,
-    ResponseStart,
-    Text,
-    ThoughtDelta,
-    WarningEvent,
-)
+from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
-from .answer import fill_answer
-from .drift import (
-    RETRYABLE_STATES,
-    RepeatedFailures,
-    duplicate_id_message,
-    provisional_answer,
-    repair_message,
-)
+from .answer import fill_answer, ground_answer
+from .drift import RETRYABLE_STATES, RepeatedFailures, provisional_answer, repair_message
 from .feed_run import RunFeeds, run_status
-from .feeds import FeedRegistry
-from .grounding import Evidence, GroundingReport, check
-from .limits import Budget, result_budget_chars
-from .ports import (
-    CompletionRequest,
-    ExecutionContext,
-    ExecutorSet,
-    Message,
-    PromptContext,
-    SessionConfig,
-    ToolCall,
-)
-from .results import ResultStatus, ToolResult, fit_turn_results, render_value
+from .grounding import GroundingReport
+from .limits import Budget
+from .ports import CompletionRequest, ExecutionContext, ExecutorSet, Message, PromptContext
+from .run_context import RunContext
 from .run_events import (
     AnyEvent,
     RunFinished,
@@ -88,115 +58,14 @@ from .run_events import (
 )
 from .run_result import RunResult
 from .scheduler import ActionNode, NodeState, Scheduler
-from .tool_calls import (
-    assistant_message,
-    call_action_id,
-    call_summary,
-    tool_result_message,
-    unknown_function_message,
-    with_output_key,
-)
-from .tools import ToolRegistry
+from .tool_calls import with_output_key
 from .transcript import TranscriptWriter
-from .variables import VariableStore
+from .turn import Turn, TurnReader
+from .turn_messages import results_messages, turn_assistant_message
 
-__all__ = ["Run", "RunContext"]
+__all__ = ["Run"]
 
 log = logging.getLogger(__name__)
-
-
-_STATUS: dict[NodeState, ResultStatus] = {
-    NodeState.SUCCEEDED: "ok",
-    NodeState.FAILED: "error",
-    NodeState.REJECTED: "error",
-    NodeState.SKIPPED: "skipped",
-    NodeState.CANCELLED: "cancelled",
-}
-
-
-@dataclass
-class _Turn:
-    """What one streamed completion produced."""
-
-    number: int
-    text: str = ""
-    written: str | None = None  # the model's own text, when calls were read out of it
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    reason: Literal["stream_end", "sync_action", "error", "cancelled"] = "stream_end"
-    cut_by: str | None = None
-    actions: list[str] = field(default_factory=list)
-    errors: list[ActionErrorEvent] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
-    response: list[str] = field(default_factory=list)
-    final: str | None = None
-    progress: str | None = None
-    in_response: bool = False
-    response_is_final: bool = True
-    limit: str | None = None
-    error: str | None = None
-    spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
-    thought: list[str] = field(default_factory=list)
-
-
-def _ignore(*_: object) -> None:
-    return None
-
-
-@dataclass
-class RunContext:
-    """What a run uses: the session's configuration and state, handed over explicitly.
-
-    The session builds one per run.
-
-    Attributes
-    ----------
-    config
-        The run's configuration (model, prompt, protocol, executors, limits…):
-        the session's, or the one this run was given.
-    tools
-        The tools ``tool`` actions call.
-    variables
-        Where results are bound and ``$name`` is looked up.
-    background
-        The open session's task group, for ``fire_and_forget`` actions, which
-        may outlive the run; ``None``: the run's own group takes them and the
-        run waits for them before it ends.
-    commit
-        Called once with the finished run and its result, cancelled runs
-        included (the run's messages join the history).
-    track
-        Called with the run's scheduler (the session waits for its background work).
-    feeds
-        The session's context feeds (refreshed before every turn).
-    feed_providers
-        Built-in feed sources the host fills (the kernel's ``notebook_variables``).
-    clear_history
-        Forgets the conversation of earlier runs (``clear_context``).
-    depth
-        Nesting depth (0 for a cell's run; an ``agent`` action's run is deeper).
-    notices
-        Warnings from before the run (an MCP server restarted since the last
-        run): each becomes a ``warning`` event right after ``run_started``.
-    parent_budget, caller
-        For a nested run (a sub-agent's): the calling run's budget, which this
-        run's actions and tokens are charged to as well, and the id of the
-        action that called it.
-    """
-
-    config: SessionConfig
-    tools: ToolRegistry
-    variables: VariableStore
-    background: TaskGroup | None = None
-    commit: Callable[[Run, RunResult], None] = _ignore
-    track: Callable[[Scheduler], None] = _ignore
-    feeds: FeedRegistry | None = None
-    feed_providers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    clear_history: Callable[[], None] = _ignore
-    depth: int = 0
-    notices: tuple[str, ...] = ()
-    parent_budget: Budget | None = None
-    caller: str | None = None
 
 
 #: Seconds cancelled fire_and_forget actions get to unwind before the run's
@@ -450,7 +319,7 @@ class Run:
             if turn.error is not None:
                 return "error", turn.error, ""
             self.messages.extend(opening)
-            self.messages.append(self._assistant_message(turn))
+            self.messages.append(turn_assistant_message(turn))
             scheduler.end_turn()
             exceeded = turn.limit or self.budget.over()
             if exceeded:
@@ -492,7 +361,14 @@ class Run:
                 repair = repaired = True
                 opening = [{"role": "user", "content": repair_message(self.config.protocol)}]
                 continue
-            opening = self._results_messages(turn, settled)
+            opening = results_messages(
+                turn,
+                settled,
+                nodes=scheduler.nodes,
+                tools=self.context.tools,
+                limits=self.limits,
+                model=self.model,
+            )
 
     def _answer(self, text: str) -> tuple[RunStatus, str, str]:
         """The run's end: its answer, ``incomplete`` when a reference cannot be filled."""
@@ -521,21 +397,17 @@ class Run:
         """
         if self._final is None or not answer.strip():
             return None
-        raw, lookup = self._final
+        written, lookup = self._final
         try:
-            evidence = Evidence()
-            nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
-            for node in nodes:  # the run's own results first: they are the operands
-                if node.state is NodeState.SUCCEEDED:
-                    evidence.add(node.result, source=node.id)
-            evidence.add_references(raw, lookup)
-            for slot in self.feeds.slots():  # context feeds are values the model was shown
-                if slot.text:
-                    evidence.add(slot.text, source=f"context feed {slot.id}", data=False)
-            for earlier in self.prior:
-                _add_earlier(evidence, earlier)
-            evidence.add_message(self.message)
-            return check(answer, evidence)
+            return ground_answer(
+                answer,
+                written,
+                lookup,
+                nodes=self.scheduler.nodes.values() if self.scheduler is not None else (),
+                feeds=self.feeds.slots(),
+                prior=self.prior,
+                message=self.message,
+            )
         except Exception:
             log.exception("run %s: the grounding check failed; skipped", self.run_id)
             return None
@@ -588,7 +460,7 @@ class Run:
             messages=messages, tools=schemas, protocol=config.protocol, context=context
         )
 
-    def _note_failures(self, turn: _Turn, settled: list[ActionNode]) -> str | None:
+    def _note_failures(self, turn: Turn, settled: list[ActionNode]) -> str | None:
         """Count this turn's failing actions (rule 7) and free their ids (rule 5).
 
         Returns the ``stuck`` message when one of them failed for the third time.
@@ -608,8 +480,17 @@ class Run:
 
     async def _stream_turn(
         self, number: int, opening: list[Message], *, repair: bool = False
-    ) -> _Turn:
-        turn = _Turn(number)
+    ) -> Turn:
+        assert self.scheduler is not None
+        turn = Turn(number)
+        reader = TurnReader(
+            turn,
+            scheduler=self.scheduler,
+            budget=self.budget,
+            feeds=self.feeds,
+            emit=self.emit,
+            clock=self.clock,
+        )
         self.emit(TurnStarted(t=self.clock(), turn=number, repair=repair))
         parser = Parser(ids=self.ids)
         # The model's text is scrubbed before the parser sees it, so no event,
@@ -633,16 +514,16 @@ class Run:
                     events = parser.feed(text)
                     if not events:  # the parser holds a partial tag or an action's body
                         continue
-                    cut_at = await self._handle(events, turn)
+                    cut_at = await reader.read(events)
                     if cut_at is not None or turn.limit is not None:
                         break
                 else:
                     rest = scrub.flush()
                     if rest:
                         chunks.append(rest)
-                        cut_at = await self._handle(parser.feed(rest), turn)
+                        cut_at = await reader.read(parser.feed(rest))
                     if cut_at is None and turn.limit is None:
-                        await self._handle(parser.close(), turn)
+                        await reader.read(parser.close())
                 turn.tool_calls = list(completion.tool_calls)
                 turn.written = completion.written
                 turn.usage = completion.usage
@@ -675,164 +556,6 @@ class Run:
             )
         self.emit(TurnEnded(t=self.clock(), turn=number, reason=turn.reason, usage=turn.usage))
         return turn
-
-    async def _handle(self, events: list[ParserEvent], turn: _Turn) -> int | None:
-        """Stamp, emit and act on one feed's events; return the cut offset of a sync action."""
-        assert self.scheduler is not None
-        for event in events:
-            # The run's record is a stamped copy (the parser's event is left as it was).
-            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
-                event = replace(event, message=self._duplicate_message(event))
-            event = replace(event, t=self.clock(), turn=turn.number)
-            self.emit(event)
-            # Streamed text first, by exact type: nearly every event is one.
-            if type(event) is ThoughtDelta or type(event) is ResponseDelta:
-                streamed = turn.thought if type(event) is ThoughtDelta else turn.response
-                streamed.append(event.text)
-                continue
-            if isinstance(event, ActionOpen):
-                turn.spans[event.id] = (event.span[0], event.span[1])
-            elif isinstance(event, ActionParsed):
-                start = turn.spans.get(event.action.id, event.span)[0]
-                turn.spans[event.action.id] = (start, event.span[1])
-                refused = self.budget.take_action()  # this run's and every caller's
-                if refused is not None:
-                    turn.limit = refused
-                    return None
-                node = self.scheduler.submit(event.action)
-                if node is None:
-                    continue
-                turn.actions.append(node.id)
-                if event.action.mode is ActionMode.SYNC:
-                    turn.cut_by = node.id
-                    return event.span[1]
-                # Let the action start now, before the rest of this chunk is
-                # handled: one chunk may carry many actions.
-                await anyio.lowlevel.checkpoint()
-            elif isinstance(event, ActionErrorEvent):
-                turn.errors.append(event)
-                if event.id is not None:
-                    self.scheduler.reject(event.id, event.message)
-            elif isinstance(event, ContextFeed):
-                error = self.feeds.declare(event)
-                if error is not None:
-                    self.emit(replace(error, t=self.clock(), turn=turn.number))
-                    turn.errors.append(error)
-            elif isinstance(event, Text):
-                turn.outside.append(event.text)
-            elif isinstance(event, ResponseStart):
-                turn.in_response = True
-                turn.response_is_final = event.final
-                turn.response = []
-            elif isinstance(event, ResponseEnd):
-                text = "".join(turn.response).strip()
-                if event.final and turn.response_is_final:
-                    turn.final = text
-                else:
-                    turn.progress = text
-                turn.in_response = False
-        return None
-
-    def _duplicate_message(self, event: ActionErrorEvent) -> str:
-        """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""
-        assert self.scheduler is not None and event.id is not None
-        node = self.scheduler.nodes[event.id]
-        if not event.message.startswith("duplicate id") or node.state.value in RETRYABLE_STATES:
-            return event.message
-        return duplicate_id_message(event.id, node.state.value, node.action.output_key or node.id)
-
-    # -------------------------------------------------------------- messages
-
-    def _assistant_message(self, turn: _Turn) -> Message:
-        content = turn.text
-        if turn.tool_calls:
-            # The adapter wrote each native call as protocol text too; the
-            # provider gets the calls back as ``tool_calls``, so keep them once.
-            spans = [turn.spans.get(call_action_id(call.id)) for call in turn.tool_calls]
-            for start, end in sorted((s for s in spans if s is not None), reverse=True):
-                if end <= len(content):
-                    content = content[:start] + content[end:]
-        return assistant_message(content, turn.tool_calls)
-
-    def _result_item(self, node: ActionNode) -> tuple[str, ResultStatus, Any, tuple[str, ...]]:
-        status = _STATUS.get(node.state, "error")
-        names: tuple[str, ...] = (node.id,)
-        if node.action.output_key:
-            names += (node.action.output_key,)
-        return node.id, status, node.result if status == "ok" else node.error, names
-
-    def _own_output_key(self, name: str) -> bool:
-        """Whether tool ``name`` takes an ``output_key`` argument of its own."""
-        if name not in self.context.tools:
-            return False
-        properties = self.context.tools.get(name).parameters.get("properties") or {}
-        return "output_key" in properties
-
-    def _results_messages(self, turn: _Turn, settled: list[ActionNode]) -> list[Message]:
-        by_id = {node.id: node for node in settled}
-        nodes = self.scheduler.nodes if self.scheduler is not None else {}
-        tool_results: list[ToolResult] = []
-        for call in turn.tool_calls:
-            action_id = call_action_id(call.id)
-            by_id.pop(action_id, None)
-            node = nodes.get(action_id)
-            called = call_summary(call, own_output_key=self._own_output_key(call.name))
-            if node is not None and node.terminal:
-                status = _STATUS.get(node.state, "error")
-                text = (
-                    f"{called} returned: {render_value(node.result)}"
-                    if status == "ok"
-                    else f"{called} {status}: {node.error}"
-                )
-                names: tuple[str, ...] = (node.id,)
-            else:
-                error = next((e for e in turn.errors if e.id == action_id), None)
-                text = f"{called} error: {error.message}" if error else f"{called} pending"
-                names = ()
-            if call.name not in self.context.tools:
-                # No such function: say what to do instead (rather than only "unknown").
-                known = [tool.name for tool in self.context.tools]
-                text = f"{called} error: {unknown_function_message(call.name, known)}"
-            tool_results.append((call.id, text, names))
-        call_ids = {call_action_id(call.id) for call in turn.tool_calls}
-        items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
-            self._result_item(node) for node in settled if node.id in by_id
-        ]
-        items += [
-            (error.id or "?", "error", error.message, ())
-            for error in turn.errors
-            if error.id not in call_ids
-        ]
-        # One budget for everything that opens the turn, native tool messages
-        # included: a fan-out of calls cannot flood the prompt (OWASP LLM10).
-        window = getattr(self.model, "context_window", None)
-        budget = result_budget_chars(self.limits, window() if callable(window) else None)
-        contents, blocks = fit_turn_results(
-            tool_results, items, limit=self.limits.result_chars, budget=budget
-        )
-        messages: list[Message] = [
-            tool_result_message(call_id, content)
-            for (call_id, _, _), content in zip(tool_results, contents, strict=True)
-        ]
-        if blocks or not messages:
-            messages.append({"role": "user", "content": "\n".join(blocks)})
-        return messages
-
-
-def _add_earlier(evidence: Evidence, message: Message) -> None:
-    """Add an earlier run's message: its results are data, the user's words are not.
-
-    The assistant's earlier answers are left out: a figure invented once
-    must not ground itself the next time.
-    """
-    content = message.get("content")
-    if not isinstance(content, str):
-        return
-    role = message.get("role")
-    if role == "tool" or (role == "user" and "<action_result" in content):
-        evidence.add(content, source="an earlier result")
-    elif role == "user":
-        evidence.add(content, source="an earlier message", data=False)
 
 
 def prior_messages(runs: MutableMapping[str, list[Message]], exclude: str | None) -> list[Message]:

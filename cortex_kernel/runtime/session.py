@@ -46,8 +46,9 @@ from anyio.abc import TaskGroup
 
 from .feeds import FeedRegistry
 from .limits import Budget
-from .loop import Run, RunContext, prior_messages
+from .loop import Run, prior_messages
 from .ports import Message, Service, SessionConfig, ToolSource
+from .run_context import CommittedRun, RunContext
 from .run_events import AnyEvent
 from .run_result import RunResult
 from .scheduler import Scheduler
@@ -329,7 +330,7 @@ class Session:
 
     # ------------------------------------------------------ handed to each run
 
-    def _commit(self, run: Run, result: RunResult) -> None:
+    def _commit(self, run: CommittedRun, result: RunResult) -> None:
         self.last_result = result
         self._runs[run.key] = list(run.messages)
         self._prune()

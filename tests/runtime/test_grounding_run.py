@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cortex_kernel.protocol.models import Action, ActionType
-from cortex_kernel.runtime import loop
+from cortex_kernel.runtime import answer as answer_module
 from cortex_kernel.runtime.ports import ExecutionContext, Executor, SessionConfig
 from cortex_kernel.runtime.session import Session
 
@@ -138,7 +138,7 @@ async def test_a_failing_check_is_skipped_and_never_fails_the_run(
     def broken(answer: str, evidence: Any) -> Any:
         raise RuntimeError("checker bug")
 
-    monkeypatch.setattr(loop, "check", broken)
+    monkeypatch.setattr(answer_module, "check", broken)
     model = ScriptedModel(["<response>North: 80 units.</response>"])
     s = session(model, tmp_path)
     result = await s.run("Sales?")

@@ -1,0 +1,202 @@
+"""One turn of a run: what its stream produced (:class:`Turn`) and how its events are acted on.
+
+:class:`TurnReader` takes the parser's events as they arrive: it stamps and
+emits each one, then hands it to the handler its type names in
+:data:`_HANDLERS` (one small function per event kind, as the parser's
+transitions are a table). The streamed text deltas, nearly every event, are
+appended before the table is consulted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import anyio.lowlevel
+
+from ..protocol.models import ActionMode
+from ..protocol.parser_events import (
+    ActionErrorEvent,
+    ActionOpen,
+    ActionParsed,
+    ContextFeed,
+    ParserEvent,
+    ResponseDelta,
+    ResponseEnd,
+    ResponseStart,
+    Text,
+    ThoughtDelta,
+)
+from .drift import RETRYABLE_STATES, duplicate_id_message
+from .feed_run import RunFeeds
+from .limits import Budget
+from .ports import ToolCall
+from .run_events import RuntimeEvent, Usage
+from .scheduler import Scheduler
+
+__all__: list[str] = []  # used by the loop only
+
+
+@dataclass
+class Turn:
+    """What one streamed completion produced."""
+
+    number: int
+    text: str = ""
+    written: str | None = None  # the model's own text, when calls were read out of it
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    reason: Literal["stream_end", "sync_action", "error", "cancelled"] = "stream_end"
+    cut_by: str | None = None
+    actions: list[str] = field(default_factory=list)
+    errors: list[ActionErrorEvent] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    response: list[str] = field(default_factory=list)
+    final: str | None = None
+    progress: str | None = None
+    in_response: bool = False
+    response_is_final: bool = True
+    limit: str | None = None
+    error: str | None = None
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
+    thought: list[str] = field(default_factory=list)
+
+
+class TurnReader:
+    """Acts on one turn's parser events: submits actions, records text, declares feeds.
+
+    Parameters
+    ----------
+    turn
+        The turn being read; its fields are filled in as events arrive.
+    scheduler, budget, feeds
+        The run's: actions are counted against ``budget`` and submitted to
+        ``scheduler``; ``<context_feed>`` declarations go to ``feeds``.
+    emit, clock
+        The run's event sink and clock.
+    """
+
+    def __init__(
+        self,
+        turn: Turn,
+        *,
+        scheduler: Scheduler,
+        budget: Budget,
+        feeds: RunFeeds,
+        emit: Callable[[RuntimeEvent | ParserEvent], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self.turn = turn
+        self.scheduler = scheduler
+        self.budget = budget
+        self.feeds = feeds
+        self.emit = emit
+        self.clock = clock
+
+    async def read(self, events: list[ParserEvent]) -> int | None:
+        """Stamp, emit and act on one feed's events.
+
+        Returns
+        -------
+        int | None
+            The offset at which a ``sync`` action cut the turn. The rest of
+            ``events`` is then dropped, as it is when an action is refused at
+            a limit (``turn.limit`` is set and ``None`` returned).
+        """
+        turn = self.turn
+        for event in events:
+            # The run's record is a stamped copy (the parser's event is left as it was).
+            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
+                event = replace(event, message=self._duplicate_message(event))
+            event = replace(event, t=self.clock(), turn=turn.number)
+            self.emit(event)
+            # Streamed text first, by exact type: nearly every event is one.
+            if type(event) is ThoughtDelta:
+                turn.thought.append(event.text)
+                continue
+            if type(event) is ResponseDelta:
+                turn.response.append(event.text)
+                continue
+            handler = _HANDLERS.get(type(event))
+            if handler is None:
+                continue
+            cut = await handler(self, event)
+            if cut is not None or turn.limit is not None:
+                return cut
+        return None
+
+    def _duplicate_message(self, event: ActionErrorEvent) -> str:
+        """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""
+        assert event.id is not None
+        node = self.scheduler.nodes[event.id]
+        if not event.message.startswith("duplicate id") or node.state.value in RETRYABLE_STATES:
+            return event.message
+        return duplicate_id_message(event.id, node.state.value, node.action.output_key or node.id)
+
+    # ------------------------------------------------------------- handlers
+
+    async def _action_open(self, event: ActionOpen) -> None:
+        self.turn.spans[event.id] = (event.span[0], event.span[1])
+
+    async def _action_parsed(self, event: ActionParsed) -> int | None:
+        turn = self.turn
+        start = turn.spans.get(event.action.id, event.span)[0]
+        turn.spans[event.action.id] = (start, event.span[1])
+        refused = self.budget.take_action()  # this run's and every caller's
+        if refused is not None:
+            turn.limit = refused
+            return None
+        node = self.scheduler.submit(event.action)
+        if node is None:
+            return None
+        turn.actions.append(node.id)
+        if event.action.mode is ActionMode.SYNC:
+            turn.cut_by = node.id
+            return event.span[1]
+        # Let the action start now, before the rest of this chunk is
+        # handled: one chunk may carry many actions.
+        await anyio.lowlevel.checkpoint()
+        return None
+
+    async def _action_error(self, event: ActionErrorEvent) -> None:
+        self.turn.errors.append(event)
+        if event.id is not None:
+            self.scheduler.reject(event.id, event.message)
+
+    async def _context_feed(self, event: ContextFeed) -> None:
+        error = self.feeds.declare(event)
+        if error is not None:
+            self.emit(replace(error, t=self.clock(), turn=self.turn.number))
+            self.turn.errors.append(error)
+
+    async def _text(self, event: Text) -> None:
+        self.turn.outside.append(event.text)
+
+    async def _response_start(self, event: ResponseStart) -> None:
+        turn = self.turn
+        turn.in_response = True
+        turn.response_is_final = event.final
+        turn.response = []
+
+    async def _response_end(self, event: ResponseEnd) -> None:
+        turn = self.turn
+        text = "".join(turn.response).strip()
+        if event.final and turn.response_is_final:
+            turn.final = text
+        else:
+            turn.progress = text
+        turn.in_response = False
+
+
+#: Event type -> what the reader does with it; a type not here is only emitted
+#: (thought boundaries, warnings).
+_HANDLERS: dict[type[ParserEvent], Callable[[TurnReader, Any], Awaitable[int | None]]] = {
+    ActionOpen: TurnReader._action_open,
+    ActionParsed: TurnReader._action_parsed,
+    ActionErrorEvent: TurnReader._action_error,
+    ContextFeed: TurnReader._context_feed,
+    Text: TurnReader._text,
+    ResponseStart: TurnReader._response_start,
+    ResponseEnd: TurnReader._response_end,
+}
