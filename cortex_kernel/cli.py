@@ -61,8 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--model", help="litellm model string or replay:PATH")
     evaluate.add_argument(
         "--suite",
-        help="suite YAML file (default: the built-in suite), or bfcl[:CATEGORY,...] for "
-        "BFCL's AST categories scored by BFCL's checker",
+        help="suite YAML file (default: the built-in suite), data for questions on "
+        "DataFrames, or bfcl[:CATEGORY,...] for BFCL's AST categories scored by BFCL's checker",
     )
     evaluate.add_argument("--samples", type=int, default=1, help="runs per task (variance)")
     evaluate.add_argument("--task", action="append", help="run only this task id (repeatable)")

@@ -3,8 +3,11 @@
 A suite of tasks (:mod:`.suite`) runs through the kernel's own runtime, each
 task in a fresh session (:mod:`.runner`); the figures per task and overall
 (:mod:`.report`) are printed and written as JSON under ``benchmarks/results/``.
-Deterministic by default: temperature 0 and a fixed seed. ``--suite bfcl``
-runs BFCL's AST categories instead, scored by BFCL's own checker (:mod:`.bfcl`).
+Deterministic by default: temperature 0 and a fixed seed. ``--suite data``
+asks questions of DataFrames in the session's namespace, answered by the
+agent's python tool and checked on values computed from the data
+(:file:`suites/data.yaml`). ``--suite bfcl`` runs BFCL's AST categories
+instead, scored by BFCL's own checker (:mod:`.bfcl`).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from ..exceptions import ConfigError, CortexError
 from ..model_options import ModelOptions
 from .report import overall, report, table, write_report
 from .runner import TaskResult, run_suite, run_task
-from .suite import DEFAULT_SUITE, Check, Suite, Task, load_suite
+from .suite import DATA_SUITE, DEFAULT_SUITE, Check, Suite, Task, load_suite
 
 __all__ = [
+    "DATA_SUITE",
     "DEFAULT_OPTIONS",
     "DEFAULT_SUITE",
     "Check",
@@ -54,8 +58,9 @@ def run_eval(
 ) -> int:
     """Run a suite and print and save its report; the exit status of ``cortex-kernel eval``.
 
-    ``wall_time`` (seconds), when given, replaces the suite's ``limits.wall_time``
-    for every run of every task. ``suite`` ``bfcl`` or ``bfcl:CATEGORY,…``
+    ``suite`` is a suite file or a built-in suite's name (``default``,
+    ``data``). ``wall_time`` (seconds), when given, replaces the suite's
+    ``limits.wall_time`` for every run of every task. ``suite`` ``bfcl`` or ``bfcl:CATEGORY,…``
     runs BFCL's cases (:mod:`.bfcl`): ``sample`` cases per category, drawn
     with the options' ``seed`` (0 when not given), or every case.
     """

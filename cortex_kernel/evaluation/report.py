@@ -58,6 +58,9 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
         "unverified": sum(r.unverified for r in done),
         "names_overwritten": sum(len(r.overwritten) for r in done),
         "statuses": statuses,
+        # A suite with python: the tasks whose last run ran code without an error.
+        "ran_code": sum(bool(r.code_runs) for r in done if r.code_runs is not None),
+        "python_tasks": sum(r.code_runs is not None for r in done),
     }
 
 
@@ -129,9 +132,11 @@ def report(
 
 def table(data: dict[str, Any]) -> str:
     """A plain-text summary: one line per task, the overall figures, one line per category."""
+    # A suite with python adds a column: the last run's code runs (that raised).
+    code = any(t.get("code_runs") is not None for t in data["tasks"])
     lines = [
         f"{'task':<28} {'ok':<4} {'status':<9} {'turns':>5} {'acts':>4} {'errs':>4} "
-        f"{'warn':>4} {'rep':>3} {'unv':>3} {'tokens':>7} {'sec':>6}"
+        f"{'warn':>4} {'rep':>3} {'unv':>3} {'tokens':>7} {'sec':>6}" + ("  code" if code else "")
     ]
     for t in data["tasks"]:
         if not t["applicable"]:
@@ -141,7 +146,7 @@ def table(data: dict[str, Any]) -> str:
             f"{t['id']:<28} {'yes' if t['correct'] else 'NO':<4} {t['status']:<9} "
             f"{t['turns']:>5} {t['actions_parsed']:>4} {t['action_errors']:>4} "
             f"{t['warnings']:>4} {t['repair_turns']:>3} {t.get('unverified', 0):>3} "
-            f"{t['tokens']:>7} {t['seconds']:>6.1f}"
+            f"{t['tokens']:>7} {t['seconds']:>6.1f}" + (_code_cell(t) if code else "")
         )
     o = data["overall"]
     lines.append(
@@ -151,6 +156,7 @@ def table(data: dict[str, Any]) -> str:
         f"{o['mean_seconds']:.1f} s/task, total {o['total_seconds']:.0f} s; "
         f"ok-with-empty-answer {o['ok_with_empty_answer']}, names overwritten "
         f"{o['names_overwritten']}, unverified figures {o.get('unverified', 0)}"
+        + (f"; ran code {o['ran_code']}/{o['python_tasks']}" if o.get("python_tasks") else "")
     )
     categories = data.get("categories") or {}
     if categories:
@@ -161,6 +167,13 @@ def table(data: dict[str, Any]) -> str:
                 f"{c['mean_seconds']:>7.1f}"
             )
     return "\n".join(lines)
+
+
+def _code_cell(task: dict[str, Any]) -> str:
+    runs, errors = task.get("code_runs"), task.get("code_errors", 0)
+    if runs is None:
+        return ""
+    return f"  {runs}" + (f" ({errors} raised)" if errors else "")
 
 
 def write_report(data: dict[str, Any], folder: Path) -> Path:

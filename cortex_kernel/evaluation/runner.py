@@ -25,7 +25,7 @@ from ..model_options import ModelOptions, protocol_named
 from ..runtime.limits import Limits
 from ..runtime.run_result import RunResult
 from ..runtime.tools import ToolRegistry
-from .suite import Suite, Task
+from .suite import Outcome, Suite, Task
 
 __all__ = [
     "Progress",
@@ -71,6 +71,12 @@ class TaskResult:
     messages: list[str] = field(default_factory=list)
     #: The first turn's tool calls as ``{name: parameters}`` (BFCL's model output; BFCL only).
     calls: list[dict[str, Any]] = field(default_factory=list)
+    #: The last run's code runs that ended without an error (a suite with ``python``).
+    code_runs: int | None = None
+    #: The last run's code runs that raised.
+    code_errors: int = 0
+    #: matplotlib figures the last run's code drew.
+    figures: int = 0
 
     @property
     def clean(self) -> bool:
@@ -157,8 +163,14 @@ async def run_task(
     sample: int = 0,
     transcript_dir: Path | None = None,
 ) -> TaskResult:
-    """Run one task in a fresh session and check its answer."""
+    """Run one task in a fresh session and check its answer.
+
+    A suite with a ``namespace`` gets a fresh one per task; with ``python``
+    the agent runs code in it (see :func:`_namespace_options`), and the
+    checks read what the last run's code did (:class:`~.suite.Outcome`).
+    """
     from ..agent import build_session
+    from ..executors.notebook_python import ledger_for
 
     result = TaskResult(id=task.id, category=task.category, sample=sample)
     if protocol not in task.protocols:
@@ -166,6 +178,8 @@ async def run_task(
         result.failure = f"not applicable to protocol {protocol}"
         return result
     namespace: dict[str, Any] = dict(suite.tools)
+    if suite.namespace is not None:
+        namespace.update(suite.namespace())
     before = dict(namespace)
     tools = ToolRegistry()
     for name, function in suite.tools.items():
@@ -174,16 +188,18 @@ async def run_task(
         model=model,
         protocol=protocol,
         options=options,
-        namespace=namespace,
         limits=Limits.model_validate(suite.limits),
         tools=tools,
         transcript_dir=transcript_dir,
+        **_namespace_options(suite, namespace),
     )
+    ledger = ledger_for(namespace)
     started = time.perf_counter()
     last: RunResult | None = None
     written = ""
     async with session:
         for message in [*task.before, task.message]:
+            ledger.begin()  # the last group is then the last run's code runs
             last = await session.run(message)
             written = absorb(result, last)
     result.seconds = time.perf_counter() - started
@@ -193,20 +209,70 @@ async def run_task(
     result.empty_ok = last.status == "ok" and not last.answer.strip()
     result.unverified = len(last.grounding.unverified) if last.grounding is not None else 0
     result.overwritten = sorted(n for n, v in before.items() if namespace.get(n) is not v)
-    result.failure = _judge(task, result, written, protocol)
+    runs = ledger.groups[-1]
+    if suite.python:
+        result.code_runs = sum(run.error is None for run in runs)
+        result.code_errors = sum(run.error is not None for run in runs)
+    result.figures = sum(len(run.figures) for run in runs)
+    outcome = Outcome(namespace, suite.expected_values(task), result.figures)
+    no_data = last.grounding is not None and last.grounding.no_data_looked_at
+    needs_code = suite.needs_code(task)
+    result.failure = _judge(
+        task, result, written, protocol, outcome, needs_code=needs_code, no_data=no_data
+    )
     result.correct = result.failure is None
     return result
 
 
-def _judge(task: Task, result: TaskResult, written: str, protocol: str) -> str | None:
+def _namespace_options(suite: Suite, namespace: dict[str, Any]) -> dict[str, Any]:
+    """How the session sees ``namespace``: as the kernel's when the suite has ``python``.
+
+    The kernel's agent has the python tool in the notebook's namespace and the
+    ``notebook_variables`` feed (names, types, shapes, columns; no values);
+    the eval approves every run (nobody is there to click).
+    """
+    if not suite.python:
+        return {"namespace": namespace}
+    from ..executors.approval import ApproveAll
+    from ..jupyter.notebook_vars import describe_variables, notebook_variables_feed
+    from ..runtime.variables import VariableStore
+
+    store = VariableStore(namespace)
+
+    def provider(values: bool = False) -> str:
+        return describe_variables(namespace, agent_owns=store.agent_owns, values=values is True)
+
+    return {
+        "variables": store,
+        "notebook_python": True,
+        "approver": ApproveAll(),
+        "host_feeds": [notebook_variables_feed()],
+        "feed_providers": {"notebook_variables": provider},
+    }
+
+
+def _judge(
+    task: Task,
+    result: TaskResult,
+    written: str,
+    protocol: str,
+    outcome: Outcome | None = None,
+    *,
+    needs_code: bool = False,
+    no_data: bool = False,
+) -> str | None:
     if result.status != "ok":
         return f"run ended with status {result.status}" + (
             f" ({result.messages[-1]})" if result.messages else ""
         )
     if result.empty_ok:
         return "empty answer"
+    if needs_code and not result.code_runs:
+        errors = f" ({result.code_errors} raised)" if result.code_errors else ""
+        looked = "; grounding: no data was looked at" if no_data else ""
+        return f"no code ran{errors}: the answer was not computed from the data{looked}"
     for check in task.check:
-        failure = check.failure(result.answer, written, protocol)
+        failure = check.failure(result.answer, written, protocol, outcome)
         if failure is not None:
             return failure
     missing = [name for name in task.tools if name not in result.tools_called]
