@@ -136,7 +136,7 @@ def resolve_model(name: str | None = None, options: ModelOptions | None = None) 
     Raises
     ------
     ConfigError
-        A bad option.
+        A bad option, or a provider litellm does not know (the closest are named).
     """
     chosen = (name or "").strip() or default_model_name()
     if chosen is None:
@@ -149,6 +149,9 @@ def resolve_model(name: str | None = None, options: ModelOptions | None = None) 
     if chosen.startswith("replay:"):
         return _replay(chosen)
     from .litellm_model import LiteLLMModel
+    from .providers import check_model_name
+
+    check_model_name(chosen)  # a typo fails now, not at the first request
 
     if options is None:
         return LiteLLMModel(chosen)

@@ -109,6 +109,24 @@ def test_prose_gets_no_python_hint(cortex: Kernel, prose: str) -> None:
     assert not any("%%python" in w for w in _warnings(result)), _warnings(result)
 
 
+@pytest.mark.parametrize(
+    ("spec", "suggested"),
+    [
+        ("opnai/gpt-4o-mini", "closest known providers: openai"),
+        ("gpt4o-mini", "openai/gpt-4o-mini"),
+    ],
+)
+def test_model_with_an_unknown_provider_fails_at_once(
+    cortex: Kernel, spec: str, suggested: str
+) -> None:
+    before = cortex.python("%model")
+    result = cortex.run(f"%model {spec}")
+    assert result.status == "error", dump(result)
+    assert result.reply["content"]["ename"] == "ConfigError"
+    assert suggested in result.reply["content"]["evalue"], result.reply["content"]["evalue"]
+    assert cortex.python("%model") == before  # nothing changed
+
+
 def test_rerunning_a_cell_replaces_its_turn(cortex: Kernel) -> None:
     cortex.run("First question", cell_id="cell-rerun")
     before = int(cortex.python(HISTORY_LEN))
