@@ -202,6 +202,7 @@ class Run:
                     max_parallel=self.limits.max_parallel,
                     action_timeout=self.limits.action_timeout,
                     background=context.background,
+                    reuse_calls=True,
                 )
                 self.scheduler.deadline = self.budget.deadline
                 context.track(self.scheduler)

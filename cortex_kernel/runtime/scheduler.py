@@ -27,6 +27,12 @@ A dependency on an id that has not appeared yet is *missing*: the node waits
 until that id is submitted, or until :meth:`Scheduler.end_turn`, which skips
 it. A submission that would close a cycle is rejected (``action_error``).
 
+With ``reuse_calls`` (the agent loop's scheduler), a ``tool`` action that
+repeats a call already pending or done in the same turn (same tool, same parameters, same dependencies, each ``$reference``
+naming the same producing action) is not run again: it waits for the first
+one and settles with its result, under its own id and ``output_key``, with a
+``warning`` saying so (:meth:`Scheduler.submit`, docs/runtime.md#scheduling).
+
 The dispatch path — :meth:`Scheduler.submit`, ``_worker`` and ``_settle`` —
 is inlined on purpose, past the complexity limits (each says so with a
 ``noqa`` marked *hot path*): the dispatch p99 (``cortex-kernel bench
@@ -37,6 +43,7 @@ with a new measurement; nothing else here is excused.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import random
 from collections import deque
@@ -65,7 +72,7 @@ from .nodes import (
 from .nodes import (
     now as _now,
 )
-from .references import find_references, substitute
+from .references import Reference, find_references, substitute
 from .results import own_traceback, preview
 from .run_events import (
     ActionCancelled,
@@ -135,6 +142,12 @@ class Scheduler:
     retry_base, retry_cap
         Backoff before retry ``k`` is ``min(cap, base * 2**(k-1))`` times a
         random factor in [0.5, 1.5).
+    reuse_calls
+        Whether a ``tool`` action repeating a call of the same turn takes the
+        first one's result instead of running (see the module's notes). The
+        agent loop turns it on: its tools see only their parameters. Off, the
+        scheduler runs whatever it is given (an ``execute`` may tell actions
+        apart by id).
 
     Attributes
     ----------
@@ -157,6 +170,7 @@ class Scheduler:
         action_timeout: float | None = None,
         retry_base: float = 0.2,
         retry_cap: float = 5.0,
+        reuse_calls: bool = False,
     ) -> None:
         self._tg = task_group
         self._background = background
@@ -180,12 +194,17 @@ class Scheduler:
         self._action_timeout = action_timeout
         self._retry_base = retry_base
         self._retry_cap = retry_cap
+        self._reuse_calls = reuse_calls
         self.nodes: dict[str, ActionNode] = {}
         # The latest node that produces each name (its id and its output_key).
         self._producers: dict[str, ActionNode] = {}
         # id not yet seen -> nodes waiting for it
         self._wanted: dict[str, list[ActionNode]] = {}
         self._settled: list[ActionNode] = []
+        # This turn's tool calls by what they ask (see _call_key), and each
+        # repeat -> the node whose result it takes.
+        self._calls: dict[tuple[Any, ...], ActionNode] = {}
+        self._repeats: dict[ActionNode, ActionNode] = {}
         self._open = 0
         self._idle = anyio.Event()
         self._idle.set()
@@ -239,8 +258,25 @@ class Scheduler:
                 and producer.id not in deps
             ):
                 deps.append(producer.id)
+        first: ActionNode | None = None
+        call = (
+            self._call_key(action, refs)
+            if self._reuse_calls and action.type is ActionType.TOOL
+            else None
+        )
+        if call is not None:
+            first = self._calls.get(call)
+            if first is not None and first.state.value in RETRYABLE_STATES:
+                first = None  # a retry of a call that did not succeed runs again
+            if first is not None and first.id not in deps:
+                deps.append(first.id)
         node = ActionNode(action=action, deps=tuple(deps), submitted_at=now, has_refs=bool(refs))
         self.nodes[action.id] = node
+        if call is not None:
+            if first is None:
+                self._calls[call] = node
+            else:
+                self._repeats[node] = first
         if deps and not node.awaited:
             # Made now, on arrival, so that making it is not on the dispatch path
             # (an awaited action gets its scope from the worker that runs it).
@@ -280,6 +316,20 @@ class Scheduler:
                 waiting_on=tuple(sorted(node.waiting | node.missing)),
             )
         )
+        if first is not None:
+            self._emit(
+                WarningEvent(
+                    span=(0, 0),
+                    t=now,
+                    id=action.id,
+                    message=(
+                        f"action '{action.id}' repeats action '{first.id}' (the same call to "
+                        f"tool '{action.body.get('name')}' in this turn): it is not run again "
+                        f"and gets the result of '{first.id}'"
+                    ),
+                    details={"repeats": first.id},
+                )
+            )
         self._register(node)
         for dep_id in list(node.waiting):
             dep = self.nodes[dep_id]
@@ -289,6 +339,31 @@ class Scheduler:
         if not node.waiting and not node.missing:
             self._make_ready(node)
         return node
+
+    def _call_key(self, action: Action, refs: list[Reference]) -> tuple[Any, ...] | None:
+        """What a ``tool`` action asks, to find a repeat of it in the turn.
+
+        Two calls ask the same when their bodies (tool and parameters) are
+        equal as JSON, they name the same ``depends_on`` and each
+        ``$reference`` names the same producing action, so both would run
+        with the same arguments after the same actions. ``None`` (never a
+        repeat): a ``fire_and_forget`` action, or a reference to a value no
+        action of this run produced (an earlier run's, which a ``set_variable``
+        may rebind within the turn).
+        """
+        if action.mode is FIRE_AND_FORGET:
+            return None
+        producers: list[ActionNode] = []
+        for ref in refs:
+            producer = self._producers.get(ref.name)
+            if producer is None:
+                return None
+            producers.append(producer)
+        try:
+            body = json.dumps(action.body, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+        return body, frozenset(action.depends_on), tuple(producers)
 
     def _retire(self, node: ActionNode) -> None:
         """Forget a settled, unsuccessful node so a new attempt can take its id."""
@@ -360,6 +435,7 @@ class Scheduler:
     def end_turn(self) -> None:
         """The turn's stream ended: dependencies that never appeared skip their dependents."""
         wanted, self._wanted = self._wanted, {}
+        self._calls.clear()  # a call in a later turn runs again
         for dep_id, waiters in wanted.items():
             for waiter in waiters:
                 if not waiter.terminal:
@@ -450,6 +526,13 @@ class Scheduler:
             self._tg.start_soon(self._worker, name="cortex scheduler worker")
 
     def _make_ready(self, node: ActionNode) -> None:
+        if self._repeats:
+            first = self._repeats.pop(node, None)
+            if first is not None:
+                # A repeated call: the first one's result, not a second run.
+                node.result = first.result
+                self._settle(node, NodeState.SUCCEEDED)
+                return
         node.state = READY
         node.ready_at = _now()
         if node.action.mode is FIRE_AND_FORGET:
