@@ -202,9 +202,9 @@ class Run:
                     max_parallel=self.limits.max_parallel,
                     action_timeout=self.limits.action_timeout,
                     background=context.background,
-                    reuse_calls=True,
                 )
                 self.scheduler.deadline = self.budget.deadline
+                self.scheduler.reuse_calls = True  # a repeated tool call runs once
                 context.track(self.scheduler)
                 self.feeds.start(tg, executors)
                 with anyio.move_on_after(self.limits.wall_time) as wall:

@@ -27,11 +27,12 @@ A dependency on an id that has not appeared yet is *missing*: the node waits
 until that id is submitted, or until :meth:`Scheduler.end_turn`, which skips
 it. A submission that would close a cycle is rejected (``action_error``).
 
-With ``reuse_calls`` (the agent loop's scheduler), a ``tool`` action that
-repeats a call already pending or done in the same turn (same tool, same parameters, same dependencies, each ``$reference``
-naming the same producing action) is not run again: it waits for the first
-one and settles with its result, under its own id and ``output_key``, with a
-``warning`` saying so (:meth:`Scheduler.submit`, docs/runtime.md#scheduling).
+With ``reuse_calls`` on (the agent loop's scheduler), a ``tool`` action
+that repeats a call already pending or done in the same turn (same tool,
+same parameters, same dependencies, each ``$reference`` naming the same
+producing action) is not run again: it waits for the first one and settles
+with its result, under its own id and ``output_key``, with a ``warning``
+saying so (:meth:`Scheduler._call_key`, docs/runtime.md#scheduling).
 
 The dispatch path — :meth:`Scheduler.submit`, ``_worker`` and ``_settle`` —
 is inlined on purpose, past the complexity limits (each says so with a
@@ -142,18 +143,18 @@ class Scheduler:
     retry_base, retry_cap
         Backoff before retry ``k`` is ``min(cap, base * 2**(k-1))`` times a
         random factor in [0.5, 1.5).
-    reuse_calls
-        Whether a ``tool`` action repeating a call of the same turn takes the
-        first one's result instead of running (see the module's notes). The
-        agent loop turns it on: its tools see only their parameters. Off, the
-        scheduler runs whatever it is given (an ``execute`` may tell actions
-        apart by id).
 
     Attributes
     ----------
     deadline
         When ``fire_and_forget`` actions are cancelled (anyio's clock): the
         run's wall time, which they may not outlive (``None``: no deadline).
+    reuse_calls
+        Whether a ``tool`` action repeating a call of the same turn takes the
+        first one's result instead of running (see the module's notes). The
+        agent loop turns it on: its tools see only their parameters. Off (the
+        default), the scheduler runs whatever it is given (an ``execute`` may
+        tell actions apart by id).
     """
 
     def __init__(
@@ -170,7 +171,6 @@ class Scheduler:
         action_timeout: float | None = None,
         retry_base: float = 0.2,
         retry_cap: float = 5.0,
-        reuse_calls: bool = False,
     ) -> None:
         self._tg = task_group
         self._background = background
@@ -194,7 +194,7 @@ class Scheduler:
         self._action_timeout = action_timeout
         self._retry_base = retry_base
         self._retry_cap = retry_cap
-        self._reuse_calls = reuse_calls
+        self.reuse_calls = False
         self.nodes: dict[str, ActionNode] = {}
         # The latest node that produces each name (its id and its output_key).
         self._producers: dict[str, ActionNode] = {}
@@ -261,7 +261,7 @@ class Scheduler:
         first: ActionNode | None = None
         call = (
             self._call_key(action, refs)
-            if self._reuse_calls and action.type is ActionType.TOOL
+            if self.reuse_calls and action.type is ActionType.TOOL
             else None
         )
         if call is not None:
