@@ -9,6 +9,7 @@ its stored outputs and cell ids. The script names each notebook it wrote.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -534,8 +535,6 @@ def feeds_notebook() -> None:
 
 def notebook_08_scale_out() -> None:
     """08: an agent fanning 50 lookups out to a Dask LocalCluster started in the notebook."""
-    import json
-
     towns = [f"town_{k:02d}" for k in range(1, 51)]
     lookups = "".join(
         f'<action type="tool" mode="async" id="t{k:02d}" output_key="t{k:02d}">'
@@ -649,9 +648,123 @@ def notebook_08_scale_out() -> None:
     )
 
 
+def python_action(action_id: str, code: str) -> str:
+    """A ``python`` tool action: the agent's code, run in the notebook's namespace."""
+    call = json.dumps({"name": "python", "parameters": {"code": code}})
+    return f'<action type="tool" mode="sync" id="{action_id}">{call}</action>'
+
+
+def notebook_09_data_analysis() -> None:
+    """Questions of a DataFrame (issue 27): the agent's code runs, a plot, variables bound."""
+    turns = [
+        "<thought>Both are counts over the DataFrame: one code run.</thought>\n"
+        + python_action(
+            "count",
+            "n_orders = len(sales)\nmissing_prices = int(sales['unit_price'].isna().sum())",
+        ),
+        "<response>`sales` has **$n_orders** orders; **$missing_prices** of them have no "
+        "unit price.</response>",
+        "<thought>Revenue is units times unit price, summed per region; an order without a "
+        "price adds nothing.</thought>\n"
+        + python_action(
+            "by_region",
+            "revenue = sales['units'] * sales['unit_price']\n"
+            "revenue_by_region = revenue.groupby(sales['region']).sum().round(2)"
+            ".sort_values(ascending=False)\n"
+            "top_region = revenue_by_region.index[0]\n"
+            "top_revenue = float(revenue_by_region.iloc[0])\n"
+            "revenue_by_region",
+        ),
+        "<response>**$top_region** brings in the most revenue: $top_revenue. The whole "
+        "ranking is in `revenue_by_region`.</response>",
+        "<thought>The revenue per month, then a bar chart of it.</thought>\n"
+        + python_action(
+            "plot",
+            "monthly_revenue = revenue.groupby(sales['date'].dt.month).sum().round(2)\n"
+            "ax = monthly_revenue.plot.bar(\n"
+            "    figsize=(6, 3), xlabel='month', ylabel='revenue', title='Revenue per month'\n"
+            ")",
+        ),
+        "<response>The chart is above; its values are in `monthly_revenue`.</response>",
+        "<thought>The follow-up reads `monthly_revenue`, which the last cell bound.</thought>\n"
+        + python_action(
+            "best",
+            "best_month = int(monthly_revenue.idxmax())\n"
+            "above_average = round(float(monthly_revenue.max() - monthly_revenue.mean()), 2)",
+        ),
+        "<response>Month **$best_month** was the best, $above_average above the average "
+        "month.</response>",
+    ]
+    (HERE / "data" / "data_analysis.jsonl").write_text(
+        "".join(json.dumps({"content": turn}) + "\n" for turn in turns), encoding="utf-8"
+    )
+    write(
+        "09_data_analysis.ipynb",
+        CORTEX,
+        [
+            new_markdown_cell(
+                "# Data analysis: questions of a DataFrame\n\n"
+                "The agent answers questions about your data by running Python in the "
+                "notebook's own namespace (the `python` tool): it sees `sales` by name, "
+                "type and columns (the `notebook_variables` feed; no values are sent), "
+                "writes the pandas, and its answer is filled from what the code "
+                "computed. The model's turns are a replay written by hand "
+                "(`data/data_analysis.jsonl`), so the notebook runs offline; the code in "
+                "them runs for real in this kernel, so every figure below comes from the "
+                "data. `cortex-kernel eval --suite data` measures a real model on such "
+                "questions ([Eval](../docs/eval.md))."
+            ),
+            code("%model replay:data/data_analysis.jsonl?tps=400\n%read_notebook on"),
+            new_markdown_cell(
+                "In JupyterLab each code run waits for your **Approve**, with the whole "
+                "code shown. This notebook runs unattended (nbval), so `%approvals auto` "
+                "approves code that only reads your objects or binds new names; it would "
+                "still ask before code that writes into `sales`."
+            ),
+            code("%approvals auto"),
+            code(
+                "%%python\n"
+                "import numpy as np\n"
+                "import pandas as pd\n\n"
+                "rng = np.random.default_rng(9)\n"
+                "orders = 120\n"
+                "sales = pd.DataFrame({\n"
+                "    'date': np.sort(rng.choice(pd.date_range('2024-01-01', '2024-12-31')"
+                ".to_numpy(), orders)),\n"
+                "    'region': rng.choice(['North', 'South', 'East', 'West'], orders),\n"
+                "    'units': rng.integers(1, 40, orders),\n"
+                "    'unit_price': rng.uniform(8, 60, orders).round(2),\n"
+                "})\n"
+                "sales.loc[rng.choice(orders, 6, replace=False), 'unit_price'] = np.nan\n"
+                "sales.head()"
+            ),
+            code("How many orders are in `sales`, and how many of them have no unit price?"),
+            code("Which region brings in the most revenue (units times unit price)?"),
+            new_markdown_cell(
+                "The code bound its results in the notebook: `revenue_by_region` is a "
+                "Series like any other, and `_run.changes` says what each code run added."
+            ),
+            code(
+                "%%python\nprint(revenue_by_region.to_string())\nprint(_run.changes[0]['summary'])"
+            ),
+            new_markdown_cell(
+                "A figure the agent's code draws is shown in the cell, as `image/png`."
+            ),
+            code("Plot the revenue per month as a bar chart."),
+            new_markdown_cell(
+                "A follow-up: the next question works on `monthly_revenue`, the Series "
+                "the previous cell's code left in the notebook."
+            ),
+            code("Which month was the best, and by how much did it beat the average month?"),
+            code("%%python\nprint(best_month, above_average)\nprint(monthly_revenue.to_string())"),
+        ],
+    )
+
+
 notebook_06()
 feeds_notebook()
 notebook_08_scale_out()
+notebook_09_data_analysis()
 for written in WRITTEN:
     print(f"wrote {HERE / written}")
 print(f"{len(WRITTEN)} notebook(s) written, {len(UNCHANGED)} unchanged")
