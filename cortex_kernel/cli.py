@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--yes",
         action="store_true",
-        help="approve every tool call marked confirm: true (refused without it)",
+        help="approve every tool call marked confirm: true (without it the manifest's "
+        "approvals: decides; unset, they are refused)",
     )
     run.add_argument("--transcript", help="write the run's JSONL transcript here")
     add_model_arguments(run)

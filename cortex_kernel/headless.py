@@ -13,14 +13,45 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
 from .exceptions import CortexError
 from .model_options import ModelOptions
 
+if TYPE_CHECKING:
+    from .executors.approval import ApprovalRequest
+
 __all__ = ["run_headless"]
+
+
+class _ManifestApprover:
+    """The manifest's ``approvals:`` mode, where nobody is there to ask.
+
+    ``auto`` approves a request its tool noted nothing about (the in-kernel
+    ``python``'s writes into existing objects are notes) and refuses the rest.
+    """
+
+    def __init__(self, policy: str) -> None:
+        self.policy = policy
+        self.by = f"manifest approvals: {policy}"
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        """Approved or refused by the mode alone."""
+        if self.policy == "auto":
+            return not request.notes
+        return self.policy == "bypass"
+
+
+def _manifest_approver(manifest: str | None, agent: str | None) -> _ManifestApprover | None:
+    """The approver the manifest's ``approvals:`` asks for; ``None`` (refuse all) for ``ask``."""
+    if manifest is None:
+        return None
+    from .manifest import load_manifest
+
+    policy = load_manifest(manifest).agent(agent).approvals
+    return None if policy in (None, "ask") else _ManifestApprover(policy)
 
 
 def run_headless(
@@ -46,7 +77,9 @@ def run_headless(
     model, manifest, protocol, options, agent
         As for :func:`cortex_kernel.agent.build_session`.
     yes
-        Approve every tool call marked ``confirm: true`` (without it they are refused).
+        Approve every tool call marked ``confirm: true``. Without it the
+        manifest's ``approvals:`` decides (``auto``, ``bypass``, ``deny``);
+        unset or ``ask``, they are refused (nobody is there to ask).
     transcript
         Copy the run's JSONL transcript here.
     out
@@ -80,13 +113,14 @@ def run_headless(
         from .executors.approval import ApproveAll
 
         try:
+            approver = ApproveAll() if yes else _manifest_approver(manifest, agent)
             session = build_session(
                 model=model,
                 manifest=manifest,
                 protocol=protocol,
                 options=options,
                 agent=agent,
-                approver=ApproveAll() if yes else None,
+                approver=approver,
                 **{
                     # Python in a namespace of the run's own, each call refused
                     # unless --yes: as in the notebook, where the user approves it.

@@ -191,17 +191,20 @@ def _agent_line(line: str, cell: str | None = None) -> None:
 def _approvals(line: str) -> None:
     """%approvals [ask|auto|bypass|deny] — how code runs and tools marked confirm: true
     are decided: ask each time (default); auto approves but asks before code that
-    writes into your objects (approve is an alias); bypass approves all; deny refuses all."""
+    writes into your objects (approve is an alias); bypass approves all; deny refuses all.
+    Until it is used, the manifest's approvals: field sets the mode."""
     from .approvals import POLICIES
 
     runner = runner_for(_shell())
     policy = line.strip()
     if policy in POLICIES:
-        runner.approver.set_policy(policy)
+        runner.set_approvals(policy)
     elif policy:
         print("usage: %approvals [ask|auto|bypass|deny]")
         return
-    print(f"approvals: {runner.approver.policy}")
+    by = runner.approver.by
+    source = " (the manifest's)" if by.startswith("manifest") else ""
+    print(f"approvals: {runner.approver.policy}{source}")
 
 
 def _undo(line: str) -> None:

@@ -258,6 +258,8 @@ class AgentRunner:
         self.notebook_variables = True
         self.notebook_values = False
         self.approver = ViewApprover()
+        # %approvals was used: the user's mode stands over any manifest's.
+        self._approvals_chosen = False
         self.results: list[RunResult] = []
         self.current_cell_id: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop the runs use
@@ -427,14 +429,42 @@ class AgentRunner:
         changes nothing). Returns the names of its agents.
         """
         names: list[str] = []
+        approvals = None
         if path is not None:
             from ..manifest import load_manifest
 
-            names = load_manifest(path).names()
+            loaded = load_manifest(path)
+            names = loaded.names()
+            approvals = loaded.agent().approvals
         self.manifest = path
         self.agent = None
         self._retire()
+        self._manifest_approvals(approvals)
         return names
+
+    def set_approvals(self, policy: str) -> None:
+        """``%approvals POLICY``: the user's mode, over any manifest's from now on.
+
+        Raises
+        ------
+        KeyError
+            Not a mode (:data:`~cortex_kernel.jupyter.approvals.POLICIES`).
+        """
+        self.approver.set_policy(policy)
+        self._approvals_chosen = True
+
+    def _manifest_approvals(self, policy: str | None) -> None:
+        """The notebook manifest's ``approvals:`` (unset: ``ask``), unless ``%approvals`` chose.
+
+        Decisions it takes name it in the transcript (``by``).
+        """
+        if self._approvals_chosen:
+            return
+        self.approver.policy = "ask"
+        self.approver.by = "user"
+        if policy is not None and policy != "ask":
+            self.approver.set_policy(policy)
+            self.approver.by = f"manifest approvals: {policy}"
 
     def set_agent(self, name: str) -> None:
         """Talk to the manifest's agent ``name`` from the next cell (a new conversation)."""
@@ -444,9 +474,11 @@ class AgentRunner:
             raise ConfigError(
                 f"no agent named '{name}': no manifest is loaded; use %manifest PATH first"
             )
-        load_manifest(self.manifest).agent(name)  # raises, listing the agents, if unknown
+        # Raises, listing the agents, if unknown.
+        approvals = load_manifest(self.manifest).agent(name).approvals
         self.agent = name
         self._retire()
+        self._manifest_approvals(approvals)
 
     def reset(self) -> None:
         """Forget the conversation."""

@@ -71,6 +71,14 @@ class AgentManifest(Strict):
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)
     builtins: Builtins = Builtins()
     confirm: Approvals = Approvals()
+    approvals: Literal["ask", "auto", "bypass", "deny"] | None = Field(
+        default=None,
+        description="how requests for approval (confirm: true calls, the in-kernel python) are "
+        "decided from the start: ask (each time), auto (approve, but ask before code that "
+        "writes into the user's objects), bypass (approve all), deny (refuse all); unset: "
+        "ask. %approvals in a notebook and --yes on the command line override it; auto and "
+        "bypass let an unattended run (papermill) approve",
+    )
     sub_agents: list[SubAgent] = Field(default_factory=list)
     relics: list[RelicSpec] = Field(default_factory=list)
     workflows: list[WorkflowSpec] = Field(default_factory=list)
