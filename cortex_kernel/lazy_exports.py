@@ -1,11 +1,19 @@
 """Re-exporting a package's public names, each imported on first use (PEP 562).
 
 A package whose import must stay cheap (the kernel imports the Jupyter layer
-at start; ``cortex_kernel.llm`` must not import litellm) lists its public
-names with the module that defines each, and gets its module ``__getattr__``
-and ``__dir__`` from :func:`lazy_exports`::
+at start; ``cortex_kernel.llm`` must not import litellm; ``@tool`` must not
+load the whole runtime) maps each public name to the module that defines
+it, once, and gets ``__all__``, its module ``__getattr__`` and ``__dir__``
+from that mapping. Type checkers read an ``if TYPE_CHECKING:`` block of the
+same names, imported as ``X as X`` (an explicit re-export, since ``__all__``
+is computed); ``tests/test_public_api.py`` checks that the two agree::
 
-    __getattr__, __dir__ = lazy_exports(__name__, {"Session": ".session"}, __all__)
+    if TYPE_CHECKING:
+        from .session import Session as Session
+
+    _EXPORTS = {"Session": ".session"}
+    __all__ = sorted(_EXPORTS)
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 """
 
 from __future__ import annotations

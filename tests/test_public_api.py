@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import pkgutil
 from types import ModuleType
 
@@ -43,3 +45,33 @@ def test_all_is_exact(name: str) -> None:
 @pytest.mark.parametrize("name", PACKAGES)
 def test_every_package_has_an_all(name: str) -> None:
     assert importlib.import_module(name).__all__
+
+
+def _type_checking_exports(package: ModuleType) -> dict[str, str]:
+    """The ``X as X`` imports of the package's ``if TYPE_CHECKING:`` block: name -> module."""
+    tree = ast.parse(inspect.getsource(package))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom):
+                    module = "." * statement.level + (statement.module or "")
+                    for alias in statement.names:
+                        if alias.asname == alias.name:
+                            found[alias.name] = module
+    return found
+
+
+LAZY = [name for name in PACKAGES if hasattr(importlib.import_module(name), "_EXPORTS")] + [
+    name for name in PACKAGES if hasattr(importlib.import_module(name), "_LAZY")
+]
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_lazy_names_are_the_ones_type_checkers_see(name: str) -> None:
+    # A lazy package lists each name once for run time (its mapping) and once
+    # for type checkers; a name in one and not the other is typed wrong or missing.
+    package = importlib.import_module(name)
+    mapping = getattr(package, "_EXPORTS", None) or package._LAZY
+    assert _type_checking_exports(package) == mapping
+    assert set(mapping) <= set(package.__all__)

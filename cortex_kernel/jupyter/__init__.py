@@ -10,31 +10,25 @@ from typing import TYPE_CHECKING
 
 from ..lazy_exports import lazy_exports
 
-if TYPE_CHECKING:
-    from .kernel import CortexKernel
-    from .magics import load_ipython_extension, unload_ipython_extension
-    from .runner import AgentRunner, run_cell
-    from .view import RunView
+if TYPE_CHECKING:  # what type checkers see ("X as X": re-exported)
+    from .kernel import CortexKernel as CortexKernel
+    from .magics import load_ipython_extension as load_ipython_extension
+    from .magics import unload_ipython_extension as unload_ipython_extension
+    from .runner import AgentRunner as AgentRunner
+    from .runner import run_cell as run_cell
+    from .view import RunView as RunView
 
-__all__ = [
-    "AgentRunner",
-    "CortexKernel",
-    "RunView",
-    "load_ipython_extension",
-    "run_cell",
-    "unload_ipython_extension",
-]
-
-_LAZY: dict[str, str] = {
+# At run time: each public name -> its module, imported on first use (PEP 562),
+# so importing the package (the kernel does at start) costs nothing.
+# tests/test_public_api.py checks that this and the block above name the same.
+_EXPORTS = {
     "CortexKernel": ".kernel",
     "load_ipython_extension": ".magics",
     "unload_ipython_extension": ".magics",
-    "RunView": ".view",
     "AgentRunner": ".runner",
     "run_cell": ".runner",
+    "RunView": ".view",
 }
 
-
-# PEP 562: each name is imported from its module on first use, so importing
-# the package (the kernel does at start) costs nothing.
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

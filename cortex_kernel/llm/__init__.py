@@ -19,24 +19,31 @@ from typing import TYPE_CHECKING
 
 from ..lazy_exports import lazy_exports
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what type checkers see ("X as X": re-exported)
     from ..model_options import ModelOptions
     from ..runtime.ports import Model
-    from .litellm_model import LiteLLMModel
-    from .prompt import PROMPT_VERSION, ProtocolPrompt
+    from .litellm_model import LiteLLMModel as LiteLLMModel
+    from .prompt import PROMPT_VERSION as PROMPT_VERSION
+    from .prompt import ProtocolPrompt as ProtocolPrompt
+
+# At run time: the heavy parts, each name -> its module, loaded on first use
+# (PEP 562). tests/test_public_api.py checks that this and the block above agree.
+_LAZY = {
+    "LiteLLMModel": ".litellm_model",
+    "ProtocolPrompt": ".prompt",
+    "PROMPT_VERSION": ".prompt",
+}
 
 __all__ = [
     "DEFAULT_MODELS",
     "DEMO_NOTE",
     "DEMO_TRANSCRIPT",
-    "PROMPT_VERSION",
-    "LiteLLMModel",
-    "ProtocolPrompt",
     "configured_model",
     "default_model_name",
     "is_demo",
     "preload",
     "resolve_model",
+    *_LAZY,
 ]
 
 #: The transcript the demo model replays (docs/runtime.md#models: no provider, still a run).
@@ -65,14 +72,6 @@ DEFAULT_MODELS: dict[str, str] = {
     "COHERE_API_KEY": "cohere_chat/command-r",
 }
 
-_LAZY = {
-    "LiteLLMModel": ".litellm_model",
-    "ProtocolPrompt": ".prompt",
-    "PROMPT_VERSION": ".prompt",
-}
-
-
-# PEP 562: load the heavy parts on first use.
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 
 

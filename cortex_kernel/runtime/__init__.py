@@ -11,68 +11,44 @@ from typing import TYPE_CHECKING
 
 from ..lazy_exports import lazy_exports
 
-if TYPE_CHECKING:
-    from .limits import Limits
-    from .loop import Run
-    from .ports import (
-        Completion,
-        CompletionRequest,
-        ExecutionContext,
-        Executor,
-        ExecutorSet,
-        FeedSlot,
-        Message,
-        Model,
-        ModelResolver,
-        PromptBuilder,
-        PromptContext,
-        ProtocolName,
-        SessionConfig,
-        ToolCall,
-        protocol_named,
-    )
-    from .run_context import RunContext
-    from .run_events import AnyEvent, RunStatus, RuntimeEvent, Usage, parse_event
-    from .run_result import RunResult
-    from .scheduler import Scheduler
-    from .session import Session
-    from .tools import Tool, ToolRegistry, tool
-    from .variables import VariableStore
+if TYPE_CHECKING:  # what type checkers see ("X as X": re-exported)
+    from .limits import Limits as Limits
+    from .loop import Run as Run
+    from .ports import Completion as Completion
+    from .ports import CompletionRequest as CompletionRequest
+    from .ports import ExecutionContext as ExecutionContext
+    from .ports import Executor as Executor
+    from .ports import ExecutorSet as ExecutorSet
+    from .ports import FeedSlot as FeedSlot
+    from .ports import Message as Message
+    from .ports import Model as Model
+    from .ports import ModelResolver as ModelResolver
+    from .ports import PromptBuilder as PromptBuilder
+    from .ports import PromptContext as PromptContext
+    from .ports import ProtocolName as ProtocolName
+    from .ports import SessionConfig as SessionConfig
+    from .ports import ToolCall as ToolCall
+    from .ports import protocol_named as protocol_named
+    from .run_context import RunContext as RunContext
+    from .run_events import AnyEvent as AnyEvent
+    from .run_events import RunStatus as RunStatus
+    from .run_events import RuntimeEvent as RuntimeEvent
+    from .run_events import Usage as Usage
+    from .run_events import parse_event as parse_event
+    from .run_result import RunResult as RunResult
+    from .scheduler import Scheduler as Scheduler
+    from .session import Session as Session
+    from .tools import Tool as Tool
+    from .tools import ToolRegistry as ToolRegistry
+    from .tools import tool as tool
+    from .variables import VariableStore as VariableStore
 
-__all__ = [
-    "AnyEvent",
-    "Completion",
-    "CompletionRequest",
-    "ExecutionContext",
-    "Executor",
-    "ExecutorSet",
-    "FeedSlot",
-    "Limits",
-    "Message",
-    "Model",
-    "ModelResolver",
-    "PromptBuilder",
-    "PromptContext",
-    "ProtocolName",
-    "Run",
-    "RunContext",
-    "RunResult",
-    "RunStatus",
-    "RuntimeEvent",
-    "Scheduler",
-    "Session",
-    "SessionConfig",
-    "Tool",
-    "ToolCall",
-    "ToolRegistry",
-    "Usage",
-    "VariableStore",
-    "parse_event",
-    "protocol_named",
-    "tool",
-]
-
-_LAZY: dict[str, str] = {
+# At run time: each public name -> its module, imported on first use (PEP 562),
+# so importing the package (or a light module of it: ``@tool``) costs nothing.
+# tests/test_public_api.py checks that this and the block above name the same.
+_EXPORTS = {
+    "Limits": ".limits",
+    "Run": ".loop",
     "Completion": ".ports",
     "CompletionRequest": ".ports",
     "ExecutionContext": ".ports",
@@ -88,24 +64,20 @@ _LAZY: dict[str, str] = {
     "SessionConfig": ".ports",
     "ToolCall": ".ports",
     "protocol_named": ".ports",
-    "Session": ".session",
-    "Run": ".loop",
     "RunContext": ".run_context",
-    "RunResult": ".run_result",
-    "Limits": ".limits",
-    "Tool": ".tools",
-    "ToolRegistry": ".tools",
-    "tool": ".tools",
     "AnyEvent": ".run_events",
     "RunStatus": ".run_events",
     "RuntimeEvent": ".run_events",
     "Usage": ".run_events",
     "parse_event": ".run_events",
+    "RunResult": ".run_result",
     "Scheduler": ".scheduler",
+    "Session": ".session",
+    "Tool": ".tools",
+    "ToolRegistry": ".tools",
+    "tool": ".tools",
     "VariableStore": ".variables",
 }
 
-
-# PEP 562: each name is imported from its module on first use, so importing
-# the package (the kernel does at start) costs nothing.
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
