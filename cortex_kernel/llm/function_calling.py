@@ -2,11 +2,12 @@
 
 A provider streams a tool call as deltas keyed by ``index``: the first
 carries the call's ``id`` and function ``name``, later ones pieces of the
-``arguments`` JSON. :class:`ToolCallAccumulator` joins them. Whether a call
-is ``sync`` (the only call) or ``async`` (one of several) is known only when
-the stream ends, so the adapter buffers the calls and turns them into
-protocol text then, with :func:`cortex_kernel.runtime.tool_calls.tool_calls_to_protocol`
-(the one translator).
+``arguments`` JSON. :class:`ToolCallAccumulator` joins them and says when
+a call is complete — a later call has begun, or its arguments are a whole
+JSON object and the stream has moved past them — so the adapter hands each
+call to the parser then, not when the stream ends, as protocol text written
+by :func:`cortex_kernel.runtime.tool_calls.tool_calls_to_protocol` (the one
+translator).
 """
 
 from __future__ import annotations
@@ -38,13 +39,27 @@ def _field(obj: Any, name: str) -> Any:
 
 
 class ToolCallAccumulator:
-    """Joins streamed ``tool_calls`` deltas into complete calls, in index order."""
+    """Joins streamed ``tool_calls`` deltas into complete calls, in index order.
+
+    :meth:`ready` hands out each call once, as soon as it is complete; the
+    calls still open when the stream ends are handed out by :meth:`rest`.
+    """
 
     def __init__(self) -> None:
         self._calls: dict[int, dict[str, Any]] = {}
+        self._touched: set[int] = set()  # the calls the latest chunk extended
+        self._handed: set[int] = set()
+        # Pieces of arguments found not to be a whole JSON object: a call is
+        # parsed again only once its arguments grew.
+        self._checked: dict[int, int] = {}
 
     def __bool__(self) -> bool:
         return bool(self._calls)
+
+    def next_chunk(self) -> None:
+        """A new chunk of the stream begins (whether or not it carries a delta)."""
+        if self._touched:
+            self._touched = set()
 
     def add(self, deltas: Iterable[Any]) -> None:
         """Fold one chunk's ``delta.tool_calls`` (dicts or litellm objects) in."""
@@ -52,6 +67,7 @@ class ToolCallAccumulator:
             index = _field(delta, "index")
             if not isinstance(index, int):
                 index = position
+            self._touched.add(index)
             call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": []})
             call_id = _field(delta, "id")
             if call_id:
@@ -66,15 +82,62 @@ class ToolCallAccumulator:
                     call["arguments"].append(str(arguments))
 
     def calls(self) -> list[ToolCall]:
-        """The complete calls; a call without an id gets ``call_<index>``."""
-        return [
-            ToolCall(
-                id=raw["id"] or f"call_{index}",
-                name=raw["name"],
-                arguments="".join(raw["arguments"]),
-            )
-            for index, raw in sorted(self._calls.items())
-        ]
+        """The calls (all of them, handed out or not); one without an id gets ``call_<index>``."""
+        return [self._call(index) for index in sorted(self._calls)]
+
+    def ready(self) -> list[ToolCall]:
+        """The calls complete since the last look, in index order; each is handed out once.
+
+        A call is complete when a later call has begun, or when its
+        arguments parse as a JSON object and a later chunk did not extend
+        them (a whole object cannot grow into a longer valid one, but the
+        model may still write something after it that makes it invalid).
+        A call with no arguments at all is complete once a later one begins.
+        A call that is not complete holds back the calls after it.
+        """
+        out: list[ToolCall] = []
+        indexes = sorted(self._calls)
+        for position, index in enumerate(indexes):
+            if index in self._handed:
+                continue
+            later = position + 1 < len(indexes)
+            if (index in self._touched and not later) or not self._complete(index, later):
+                break
+            self._handed.add(index)
+            out.append(self._call(index))
+        return out
+
+    def rest(self) -> list[ToolCall]:
+        """At the stream's end: the calls not handed out yet, complete or not."""
+        out = [self._call(i) for i in sorted(self._calls) if i not in self._handed]
+        self._handed.update(self._calls)
+        return out
+
+    def _complete(self, index: int, later: bool) -> bool:
+        raw = self._calls[index]
+        if not raw["name"]:
+            return False
+        pieces: list[str] = raw["arguments"]
+        if self._checked.get(index) == len(pieces):
+            return False
+        arguments = "".join(pieces)
+        if not arguments.strip():
+            return later
+        try:
+            complete = isinstance(json.loads(arguments), dict)
+        except (ValueError, RecursionError):
+            complete = False
+        if not complete:
+            self._checked[index] = len(pieces)
+        return complete
+
+    def _call(self, index: int) -> ToolCall:
+        raw = self._calls[index]
+        return ToolCall(
+            id=raw["id"] or f"call_{index}",
+            name=raw["name"],
+            arguments="".join(raw["arguments"]),
+        )
 
 
 # Qwen-style text calls: a JSON object (or several), maybe fenced or in

@@ -37,9 +37,15 @@ Strategy
   OpenAI SDK, or its own HTTP handler when the user sets
   ``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=true``) is read by
   :class:`~cortex_kernel.llm.sse.SSEEvents`: plain dicts, one network read
-  at a time, instead of litellm's pydantic chunk objects (~40 µs a chunk
-  against 470–610 µs, ``cortex-kernel bench llm``). Other providers stream
-  through litellm's ``CustomStreamWrapper``.
+  at a time, instead of litellm's pydantic chunk objects (a fraction of
+  their cost a chunk; figures in docs/benchmarks.md, from ``cortex-kernel
+  bench llm``). Other providers stream through litellm's
+  ``CustomStreamWrapper``.
+- Native tool calls (``--protocol tools``) are handed to the parser one by
+  one, each the moment it is complete in the stream
+  (:meth:`~cortex_kernel.llm.function_calling.ToolCallAccumulator.ready`),
+  as ``async`` actions: the tool starts while the model writes the next
+  call, and the results still come back as tool messages in the next turn.
 - :meth:`LiteLLMCompletion.aclose` closes the HTTP response itself. litellm's
   default aiohttp transport only *releases* a connection on close and goes
   on reading the body; the httpx transport really closes the socket, so we
@@ -48,8 +54,8 @@ Strategy
 - No object is frozen out of the garbage collector: litellm's ~300k
   objects stay visible to the cyclic collector (``gc.freeze`` would hide
   every object alive at that moment, the user's data included, for good),
-  so a full collection walks them (a stall of up to ~200 ms mid-stream, seen
-  as p99 spikes in ``cortex-kernel bench llm``). A process that would rather
+  so a full collection walks them (a stall mid-stream, seen as p99 spikes
+  in ``cortex-kernel bench llm``). A process that would rather
   spare it may call ``gc.freeze()`` itself after :func:`load_litellm`.
 - Usage comes from the provider's final usage chunk (we ask for it with
   ``stream_options.include_usage``); a turn closed early gets an estimate
@@ -494,7 +500,8 @@ class LiteLLMCompletion(Completion):
     usage
         Filled when the stream ends or is closed.
     tool_calls
-        The native tool calls of the turn (function-calling models), filled
+        The native tool calls of the turn (function-calling models): each
+        added as it is handed to the parser, all of them in index order
         when the stream ends.
     attempts
         Requests made, retries included.
@@ -601,6 +608,11 @@ class LiteLLMCompletion(Completion):
                                 yield text
                             elif shown := self._hold.release(text):
                                 yield shown
+                        if self._tools and (ready := self._tools.ready()):
+                            # Each call starts the moment it is complete, while
+                            # the model may still be writing the next one.
+                            self.tool_calls.extend(ready)
+                            yield tool_calls_to_protocol(ready, self.request.tools)
                     break
                 except Exception as exc:
                     await self._close_stream()
@@ -632,24 +644,31 @@ class LiteLLMCompletion(Completion):
                         streamed_chars=self._chars,
                         phase=phase,
                     ) from None  # the original may quote secrets; ours is redacted
-            if self._tools:
-                # Only now do we know how many calls came at once (sync vs async).
-                self.tool_calls = self._tools.calls()
-                yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
-            elif self._text_calls_possible():
-                # A server that returned its model's calls as text (see block_tool_calls).
-                self.tool_calls, rest = self._hold.finish()
-                if self.tool_calls:
-                    # The calls' text was held back (and whatever the model imagined
-                    # after them): the history gets the calls once, as tool_calls;
-                    # the transcript keeps what the model wrote.
-                    self.written = self.content
-                    yield tool_calls_to_protocol(self.tool_calls, self.request.tools)
-                elif rest:
-                    yield rest
+            if last := self._at_stream_end():
+                yield last
         finally:
             await self._close_stream()
             self._finalize_usage()
+
+    def _at_stream_end(self) -> str:
+        """The text still to hand on when the stream has ended (and set :attr:`tool_calls`)."""
+        if self._tools:
+            # The calls still open (arguments that are no whole JSON object
+            # are passed as written: the parser reports them).
+            open_calls = self._tools.rest()
+            self.tool_calls = self._tools.calls()
+            return tool_calls_to_protocol(open_calls, self.request.tools) if open_calls else ""
+        if not self._text_calls_possible():
+            return ""
+        # A server that returned its model's calls as text (see block_tool_calls).
+        self.tool_calls, rest = self._hold.finish()
+        if not self.tool_calls:
+            return rest
+        # The calls' text was held back (and whatever the model imagined after
+        # them): the history gets the calls once, as tool_calls; the
+        # transcript keeps what the model wrote.
+        self.written = self.content
+        return tool_calls_to_protocol(self.tool_calls, self.request.tools)
 
     def _text_calls_possible(self) -> bool:
         return bool(self.request.tools) and self.request.protocol == "tools" and not self._tools
@@ -724,6 +743,7 @@ class LiteLLMCompletion(Completion):
 
     def _absorb_event(self, event: dict[str, Any]) -> str:
         """:meth:`_absorb` for an event as the provider sent it (a dict)."""
+        self._tools.next_chunk()
         usage = event.get("usage")
         if usage:
             prompt = usage.get("prompt_tokens")
@@ -775,6 +795,7 @@ class LiteLLMCompletion(Completion):
 
     def _absorb(self, chunk: Any) -> str:
         """Take usage, tool-call deltas and the finish reason; return the content text."""
+        self._tools.next_chunk()
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             prompt = getattr(usage, "prompt_tokens", None)

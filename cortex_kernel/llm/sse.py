@@ -4,9 +4,9 @@ Why
 ---
 litellm turns every streamed chunk into pydantic objects twice (its
 provider iterator's ``ModelResponseStream``, then ``CustomStreamWrapper``'s
-copy with logging, usage and rule checks): 600+ µs a chunk on the 2-core
-machine under load, against ~40 µs for the same bytes read here
-(``cortex-kernel bench llm``). For ``openai/…`` models and the
+copy with logging, usage and rule checks): many times the CPU a chunk of
+reading the same bytes here (``cortex-kernel bench llm``; the measured
+figures are in docs/benchmarks.md). For ``openai/…`` models and the
 OpenAI-compatible servers behind ``api_base`` — whether litellm sent the
 request through the OpenAI SDK (its default) or its own HTTP handler
 (``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=true``) — litellm still sends

@@ -5,12 +5,16 @@ model adapters (litellm's, the replay model) turn each call into the action
 the parser reads, so the parser stays the one contract whatever the
 provider::
 
-    <action type="tool" mode="sync" id="call_1">{"name": "search", "parameters": {…}}</action>
+    <action type="tool" mode="async" id="call_1">{"name": "search", "parameters": {…}}</action>
 
-``sync`` when the turn made one call, ``async`` when it made several. The
-loop then echoes the calls in the assistant message (:func:`assistant_message`)
-and answers each with a ``tool`` message (:func:`tool_result_message`), keyed
-by the action id the call became (:func:`call_action_id`).
+Every call is ``async``: the adapter hands each one over the moment its
+arguments are complete, while the model may still be writing the next, so
+the action starts then and the stream goes on (a ``sync`` action would cut
+the stream, and the calls after it with it). When the stream ends the loop
+waits for the turn's actions, echoes the calls in the assistant message
+(:func:`assistant_message`) and answers each with a ``tool`` message in the
+next turn (:func:`tool_result_message`), keyed by the action id the call
+became (:func:`call_action_id`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from .ports import Message, ToolCall
 from .tools import closest_names
 
 __all__ = [
+    "CALL_MODE",
     "OUTPUT_KEY_ARGUMENT",
     "assistant_message",
     "call_action_id",
@@ -88,7 +93,11 @@ def _keyed(schemas: Sequence[dict[str, Any]] | None) -> frozenset[str]:
     return frozenset(names)
 
 
-def tool_call_to_action(call: ToolCall, mode: str, keyed: Collection[str] = ()) -> str:
+#: The mode of every native call (see the module's notes).
+CALL_MODE = "async"
+
+
+def tool_call_to_action(call: ToolCall, mode: str = CALL_MODE, keyed: Collection[str] = ()) -> str:
     """One call as protocol text: ``<action type="tool" mode=… id=…>{…}</action>``.
 
     Arguments that are not valid JSON are embedded as written, so the parser
@@ -101,7 +110,7 @@ def tool_call_to_action(call: ToolCall, mode: str, keyed: Collection[str] = ()) 
     attributes = ""
     try:
         value = json.loads(arguments)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # nested too deeply for json: the parser says so
         parameters = arguments
     else:
         if call.name in keyed and isinstance(value, dict) and "output_key" in value:
@@ -118,15 +127,15 @@ def tool_call_to_action(call: ToolCall, mode: str, keyed: Collection[str] = ()) 
 def tool_calls_to_protocol(
     calls: Sequence[ToolCall], schemas: Sequence[dict[str, Any]] | None = None
 ) -> str:
-    """All the calls of one turn: ``sync`` when there is one, ``async`` when several.
+    """Calls as protocol text, each an ``async`` action (:data:`CALL_MODE`).
 
-    ``schemas`` are the functions the request offered: those given the
-    ``output_key`` argument by :func:`with_output_key` have it moved to the
-    action's attribute.
+    Whether the calls are a whole turn's or each handed over alone as soon
+    as it is complete, the text is the same. ``schemas`` are the functions
+    the request offered: those given the ``output_key`` argument by
+    :func:`with_output_key` have it moved to the action's attribute.
     """
-    mode = "sync" if len(calls) == 1 else "async"
     keyed = _keyed(schemas)
-    return "".join(tool_call_to_action(call, mode, keyed) for call in calls)
+    return "".join(tool_call_to_action(call, CALL_MODE, keyed) for call in calls)
 
 
 def assistant_message(content: str, calls: Sequence[ToolCall]) -> Message:

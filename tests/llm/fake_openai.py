@@ -82,6 +82,14 @@ class Reply:
         Made at request time: called with the request's JSON body, it
         returns the reply to send (a server whose answer depends on what
         it was asked, e.g. on a ``grammar``).
+    gates
+        For ``stream``: event number (in the order sent: the deltas, the
+        finish chunk, the usage chunk) → a :class:`threading.Event` the
+        server waits for before sending that event, so a test can hold the
+        rest of a stream until the client has done something. A gate not
+        set within ``gate_timeout`` seconds is noted in
+        :attr:`RecordedRequest.gates_missed` and the stream goes on.
+        In-process servers only.
     """
 
     kind: str = "stream"
@@ -99,6 +107,8 @@ class Reply:
     body: str = ""
     content_type: str = "text/event-stream"
     compute: Callable[[dict[str, Any]], Reply] | None = None
+    gates: dict[int, threading.Event] = field(default_factory=dict)
+    gate_timeout: float = 10.0
 
 
 @dataclass
@@ -113,6 +123,7 @@ class RecordedRequest:
     disconnected: bool = False
     first_byte_at: float | None = None  # time.perf_counter() of the first body byte
     chunk_sent_at: list[float] = field(default_factory=list)
+    gates_missed: list[int] = field(default_factory=list)  # gates not set in time
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -270,6 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            gate = reply.gates.get(i)
+            if gate is not None and not gate.wait(reply.gate_timeout):
+                record.gates_missed.append(i)
             if reply.hang_after is not None and i >= reply.hang_after:
                 if self._sleep_or_disconnect(reply.hang_seconds):
                     record.disconnected = True

@@ -50,12 +50,14 @@ def test_the_accumulator_joins_deltas_by_index() -> None:
     ]
 
 
-def test_one_call_is_a_sync_tool_action() -> None:
+def test_one_call_is_an_async_tool_action() -> None:
+    # async even alone: it is handed over before the stream says whether
+    # another call follows, and a sync action would cut the stream there.
     text = tool_calls_to_protocol([ToolCall(id="call_1", name="search", arguments='{"q": 1}')])
     [event] = parsed(text)
     assert isinstance(event, ActionParsed)
     action = event.action
-    assert (action.id, action.type, action.mode) == ("call_1", "tool", "sync")
+    assert (action.id, action.type, action.mode) == ("call_1", "tool", "async")
     assert action.body == {"name": "search", "parameters": {"q": 1}}
 
 
@@ -109,7 +111,7 @@ def test_tools_for_provider() -> None:
     assert tools_for_provider([tool]) == [tool]
 
 
-async def test_streamed_tool_calls_become_one_sync_action(server: FakeOpenAI) -> None:
+async def test_a_streamed_tool_call_becomes_one_async_action(server: FakeOpenAI) -> None:
     server.tool_calls([("call_a", "search", '{"q": "cats"}')], content="Let me search.")
     completion = make_model(server).stream(request(protocol="tools", tools=TOOLS))
     chunks = await collect(completion)
@@ -120,7 +122,7 @@ async def test_streamed_tool_calls_become_one_sync_action(server: FakeOpenAI) ->
     ]
     [event] = parsed("".join(chunks))
     assert isinstance(event, ActionParsed)
-    assert (event.action.id, event.action.mode) == ("call_a", "sync")
+    assert (event.action.id, event.action.mode) == ("call_a", "async")
     body = server.requests[0].body
     assert body["tools"][0]["function"]["name"] == "search"
     assert not any(key.startswith("_") for key in body)  # no litellm-internal flag leaks

@@ -89,7 +89,7 @@ async def test_tool_calls_become_protocol(tmp_path: Path) -> None:
         text = "".join([c async for c in completion])
         assert completion.tool_calls[0].id == "call_9"
     assert (
-        text == '<action type="tool" mode="sync" id="call_9">'
+        text == '<action type="tool" mode="async" id="call_9">'
         '{"name": "f", "parameters": {"x": 1}}</action>'
     )
 
