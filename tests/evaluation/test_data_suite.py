@@ -134,6 +134,21 @@ def test_a_suite_that_checks_an_unknown_function_is_one_clear_error(tmp_path: Pa
         load_suite(suite)
 
 
+def test_without_pandas_the_suite_says_what_to_install() -> None:
+    # pandas made unimportable in a child process, as where it is not installed.
+    code = (
+        "import sys; sys.modules['pandas'] = None\n"
+        "from cortex_kernel.cli import main\n"
+        "sys.exit(main(['eval', '--suite', 'data', '--model', 'replay:/dev/null']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 2
+    assert "the data suite needs pandas, numpy and matplotlib" in result.stderr
+    assert "pip install 'cortex-kernel[test]'" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_answers_and_variables_are_compared_with_the_data() -> None:
     suite = load_suite("data")
     task = next(t for t in suite.tasks if t.id == "top-region-revenue")

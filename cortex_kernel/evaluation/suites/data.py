@@ -38,6 +38,9 @@ def _libraries() -> tuple[Any, Any]:
     return pd, np
 
 
+_libraries()  # on load: a suite that cannot run says so before any task starts
+
+
 def namespace() -> dict[str, Any]:
     """A fresh ``{"sales": DataFrame, "customers": DataFrame}`` (seeded)."""
     pd, np = _libraries()
