@@ -126,6 +126,9 @@ class TurnStarted(RuntimeEventBase):
     type: Literal["turn_started"] = "turn_started"
     turn: int
     repair: bool = False  # the one turn that asks for a missing final response
+    # The prompt's size as the model adapter counts it (None: not counted);
+    # the view says the model is reading that many tokens until its first one.
+    prompt_tokens: int | None = None
 
 
 class TurnEnded(RuntimeEventBase):
@@ -208,7 +211,9 @@ class ActionChanges(RuntimeEventBase):
     <cortex_kernel.runtime.changes.ChangeReport.to_dict>` (its ``summary`` is
     also in the action's result the model reads); ``in_place`` marks a run
     that changed an existing object in place; ``figures`` counts the
-    matplotlib figures it opened (shown in the cell, not kept here).
+    matplotlib figures it opened (shown in the cell). ``pngs`` are those
+    figures, for this process's views only (the static view draws them
+    under the action): no JSON line or transcript carries them.
     """
 
     type: Literal["action_changes"] = "action_changes"
@@ -218,6 +223,7 @@ class ActionChanges(RuntimeEventBase):
     changes: dict[str, Any] = {}
     in_place: bool = False
     figures: int = 0
+    pngs: tuple[bytes, ...] = Field(default=(), exclude=True, repr=False)
 
 
 class ActionPlaced(RuntimeEventBase):
