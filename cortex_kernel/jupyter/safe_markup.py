@@ -113,13 +113,26 @@ _VIEW_CLASSES = {
     "cortex-run-static",
     "cortex-answer",
     "cortex-approval-static",
+    "cortex-timeline",
     "tex2jax_ignore",
     "mathjax_ignore",
 }
+# The timeline's drawing (viewstate.timeline): shapes, text and tooltips;
+# no link, image, script, style element, filter or animation, and no
+# attribute that takes a URL.
+_SVG_TAGS = {"svg", "g", "rect", "line", "path", "text", "title"}
+_SVG_ATTRIBUTES = {"width", "height", "viewBox", "x", "y", "x1", "y1", "x2", "y2", "d"}
+_SVG_ATTRIBUTES |= {"fill", "stroke", "stroke-width", "font-family", "font-size", "text-anchor"}
+_SVG_ATTRIBUTES |= {"role", "aria-label"}
 _VIEW_POLICY: dict[str, Any] = {
     **_ANSWER_POLICY,
-    "tags": set(_FORMAT_TAGS | {"div", "details", "summary", "small", "b", "i"}),
-    "attributes": {"*": {"style"}, "a": {"href", "target"}, "ol": {"start"}},
+    "tags": set(_FORMAT_TAGS | {"div", "details", "summary", "small", "b", "i"} | _SVG_TAGS),
+    "attributes": {
+        "*": {"style"},
+        "a": {"href", "target"},
+        "ol": {"start"},
+        **{tag: _SVG_ATTRIBUTES for tag in _SVG_TAGS},
+    },
     "allowed_classes": {"div": _VIEW_CLASSES},
     "filter_style_properties": {
         "background",

@@ -59,7 +59,9 @@ LIVE = """() => {
   const scope = ".jp-OutputArea-output, .cortex-test-trusted";
   const found = [];
   for (const area of document.querySelectorAll(scope)) {
-    for (const e of area.querySelectorAll("img, iframe, svg, script, object, embed, style")) {
+    // The view's own timeline is SVG the kernel drew; any other SVG is a payload's.
+    const svg = "svg:not(.cortex-timeline > svg, .cortex-timeline-svg)";
+    for (const e of area.querySelectorAll(`img, iframe, ${svg}, script, object, embed, style`)) {
       found.push(e.outerHTML.slice(0, 200));
     }
     for (const e of area.querySelectorAll("*")) {

@@ -107,6 +107,12 @@ ALLOWED_TAGS |= {"ul", "ol", "li", "a", "span", "table", "thead", "tbody", "tr",
 ALLOWED_TAGS |= {"h1", "h2", "h3", "h4", "h5", "h6", "div", "details", "summary", "small", "b"}
 ALLOWED_TAGS |= {"i"}
 ALLOWED_ATTRIBUTES = {"href", "rel", "target", "style", "class", "start", "title", "lang"}
+# The static view's timeline: shapes, text and tooltips the kernel draws (no
+# link, image, script or animation; no attribute that takes a URL).
+ALLOWED_TAGS |= {"svg", "g", "rect", "line", "path", "text", "title"}
+ALLOWED_ATTRIBUTES |= {"width", "height", "viewbox", "x", "y", "x1", "y1", "x2", "y2", "d"}
+ALLOWED_ATTRIBUTES |= {"fill", "stroke", "stroke-width", "font-family", "font-size"}
+ALLOWED_ATTRIBUTES |= {"text-anchor", "role", "aria-label"}
 
 
 class LiveMarkup(HTMLParser):
