@@ -116,6 +116,16 @@ def test_the_suite_loads_with_every_kind_of_task() -> None:
     first, second = suite.namespace(), suite.namespace()
     assert first["sales"].equals(second["sales"]) and first["sales"] is not second["sales"]
     assert first["sales"]["unit_price"].isna().any() and first["customers"]["age"].isna().any()
+    # A question about "the highest" has one answer: no tie at the top.
+    sales, customers = first["sales"], first["customers"]
+    for ranking in (
+        (sales["units"] * sales["unit_price"]).groupby(sales["region"]).sum(),
+        customers.groupby("city")["churned"].mean(),
+        customers.isna().sum(),
+        sales.groupby(sales["date"].dt.month)["units"].sum(),
+    ):
+        top, second_best = ranking.sort_values(ascending=False).iloc[:2]
+        assert top > second_best
     # A bare name is a built-in suite; a path is a path.
     assert suite_path("data") == DATA_SUITE and suite_path("./data") == Path("data")
 
