@@ -18,7 +18,7 @@ from .nodes import ActionNode, NodeState
 from .ports import FeedSlot, Message
 from .references import interpolate_text
 
-__all__ = ["Placeholder", "fill_answer", "ground_answer"]
+__all__: list[str] = []
 
 
 class Placeholder:

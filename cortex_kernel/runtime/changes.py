@@ -55,7 +55,7 @@ from collections.abc import Collection, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .code_writes import RiskyWrite, code_names, risky_writes
+from .code_writes import code_names, risky_writes
 from .fingerprints import (
     MB,
     Budget,
@@ -70,13 +70,9 @@ from .fingerprints import (
 )
 
 __all__ = [
-    "IGNORED_NAMES",
     "MB",
     "Budget",
     "ChangeReport",
-    "ObjectChange",
-    "RiskyWrite",
-    "Snapshot",
     "UndoResult",
     "code_names",
     "diff",

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RiskyWrite", "code_names", "parse_code", "risky_writes"]
+__all__ = ["code_names", "risky_writes"]
 
 # Methods that change their object in place, by the object's type.
 _LIST = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})

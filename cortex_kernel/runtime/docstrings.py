@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parameter_descriptions", "summary"]
+__all__ = ["summary"]
 
 _NUMPY_HEADER = re.compile(r"^(Parameters|Other Parameters)\s*$")
 _NUMPY_RULE = re.compile(r"^-{3,}\s*$")

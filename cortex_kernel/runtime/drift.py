@@ -29,16 +29,7 @@ from typing import Any
 
 from ..protocol.models import Action
 
-__all__ = [
-    "REPEAT_LIMIT",
-    "RETRYABLE_STATES",
-    "RepeatedFailures",
-    "duplicate_id_message",
-    "provisional_answer",
-    "repair_message",
-    "schema_as_parameters_message",
-    "tool_signature",
-]
+__all__ = ["schema_as_parameters_message"]
 
 #: How many times the same failing action may be written before the run is stuck.
 REPEAT_LIMIT = 3

@@ -28,7 +28,7 @@ from .nodes import ActionNode
 from .ports import ExecutorSet, FeedSlot
 from .run_events import FeedUpdated, InternalAudit
 
-__all__ = ["RunFeeds", "run_status"]
+__all__: list[str] = []
 
 # Fields of a <context_feed> body that are the feed's settings, not its source.
 _SETTINGS = ("ttl", "interval", "max_bytes", "max_tokens", "description")

@@ -35,25 +35,7 @@ from pydantic import (
 
 from ..names import NAME_PATTERN, TARGET_PATTERN
 
-__all__ = [
-    "ACTION_SOURCES",
-    "FEED_SOURCES",
-    "INTERNAL_FEEDS",
-    "CallableFeedSource",
-    "FeedSource",
-    "FeedSourceBase",
-    "FeedSourceSpec",
-    "FeedSpec",
-    "InternalSource",
-    "LlmFeedSource",
-    "LlmRequest",
-    "McpResource",
-    "McpResourceFeedSource",
-    "RelicFeedSource",
-    "ToolFeedSource",
-    "WorkflowFeedSource",
-    "validation_message",
-]
+__all__ = ["FeedSourceSpec", "FeedSpec"]
 
 #: Feed source kinds run as an action of the same type.
 ACTION_SOURCES = ("tool", "llm", "relic", "workflow")

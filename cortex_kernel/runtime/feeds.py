@@ -43,9 +43,7 @@ from ..exceptions import ActionError
 from ..names import import_target
 from ..protocol.models import Action, ActionType
 from .feed_specs import (
-    ACTION_SOURCES,
     FEED_SOURCES,
-    INTERNAL_FEEDS,
     CallableFeedSource,
     FeedSourceSpec,
     FeedSpec,
@@ -60,23 +58,7 @@ from .feed_specs import (
 from .results import render_value
 from .run_events import FeedUpdated
 
-__all__ = [
-    "ACTION_SOURCES",
-    "FEED_SOURCES",
-    "INTERNAL_FEEDS",
-    "MODEL_BUILTINS",
-    "MODEL_SETTINGS",
-    "FeedFetcher",
-    "FeedRegistry",
-    "FeedSourceSpec",
-    "FeedSpec",
-    "TokenCounter",
-    "call_callable",
-    "feed_action",
-    "feed_spec",
-    "source_fetcher",
-    "truncate",
-]
+__all__ = ["FeedRegistry", "FeedSpec", "feed_spec", "source_fetcher"]
 
 #: Built-in sources model output may name itself: they read nothing of the user's
 #: (``notebook_variables`` does: only the user declares it).

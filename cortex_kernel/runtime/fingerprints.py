@@ -30,17 +30,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "MB",
-    "Budget",
-    "Clock",
-    "Fingerprint",
-    "compare",
-    "fingerprint",
-    "same_content",
-    "size_of",
-    "tracked_kind",
-]
+__all__: list[str] = []
 
 MB = 1 << 20
 

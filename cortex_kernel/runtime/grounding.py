@@ -84,17 +84,7 @@ from ..exceptions import VariableReferenceError
 from ..safejson import safe_str
 from .references import find_references, resolve_path
 
-__all__ = [
-    "MARK",
-    "CheckedFigure",
-    "Evidence",
-    "Figure",
-    "GroundingReport",
-    "check",
-    "figures",
-    "mark",
-    "marked_answer",
-]
+__all__ = ["Evidence", "GroundingReport", "check", "figures", "mark", "marked_answer"]
 
 #: What :func:`mark` puts after an unverified figure (plain markdown: emphasis).
 MARK = " *(unverified)*"

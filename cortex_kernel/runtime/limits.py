@@ -18,15 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..exceptions import ActionError
 from .run_events import Usage
 
-__all__ = [
-    "DEFAULT_RESULT_TOKENS",
-    "Budget",
-    "Limits",
-    "TokenGrant",
-    "TokenLimitError",
-    "result_budget_chars",
-    "usage_limit_message",
-]
+__all__ = ["Budget", "Limits"]
 
 
 class Limits(BaseModel):

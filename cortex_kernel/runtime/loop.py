@@ -44,6 +44,7 @@ from .drift import RETRYABLE_STATES, RepeatedFailures, provisional_answer, repai
 from .feed_run import RunFeeds, run_status
 from .grounding import GroundingReport
 from .limits import Budget
+from .nodes import ActionNode, NodeState
 from .ports import CompletionRequest, ExecutionContext, ExecutorSet, Message, PromptContext
 from .run_context import RunContext
 from .run_events import (
@@ -57,7 +58,7 @@ from .run_events import (
     Usage,
 )
 from .run_result import RunResult
-from .scheduler import ActionNode, NodeState, Scheduler
+from .scheduler import Scheduler
 from .tool_calls import with_output_key
 from .transcript import TranscriptWriter
 from .turn import Turn, TurnReader

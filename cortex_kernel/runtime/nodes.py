@@ -21,19 +21,7 @@ import anyio
 from ..protocol.models import Action, ActionMode
 from .run_events import ActionStarted
 
-__all__ = [
-    "FIRE_AND_FORGET",
-    "READY",
-    "RUNNING",
-    "TERMINAL",
-    "ActionNode",
-    "NodeState",
-    "Slot",
-    "collect_young_if_due",
-    "now",
-    "slot_factory",
-    "started_event",
-]
+__all__ = ["NodeState"]
 
 
 class NodeState(StrEnum):

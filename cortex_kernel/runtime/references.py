@@ -24,13 +24,7 @@ from typing import Any
 from ..exceptions import VariableReferenceError
 from ..safejson import safe_dumps, safe_str
 
-__all__ = [
-    "Reference",
-    "find_references",
-    "interpolate_text",
-    "resolve_path",
-    "substitute",
-]
+__all__: list[str] = []
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATH = rf"(?:\.{_NAME}|\[\d+\])*"

@@ -28,18 +28,7 @@ import anyio
 
 from ..safejson import escape_surrogates, safe_dumps
 
-__all__ = [
-    "ResultStatus",
-    "ToolResult",
-    "fit_results",
-    "fit_turn_results",
-    "format_result",
-    "own_traceback",
-    "preview",
-    "quote",
-    "render_value",
-    "unquote",
-]
+__all__: list[str] = []
 
 ResultStatus = Literal["ok", "error", "skipped", "cancelled"]
 

@@ -87,7 +87,7 @@ from .run_events import (
 from .tools import abandoned_threads
 from .variables import VariableStore
 
-__all__ = ["ActionNode", "NodeState", "Scheduler"]  # ActionNode, NodeState: from .nodes
+__all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
 

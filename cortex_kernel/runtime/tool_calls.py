@@ -27,19 +27,7 @@ from typing import Any
 from .ports import Message, ToolCall
 from .tools import closest_names
 
-__all__ = [
-    "CALL_MODE",
-    "OUTPUT_KEY_ARGUMENT",
-    "assistant_message",
-    "call_action_id",
-    "call_summary",
-    "openai_tool_calls",
-    "tool_call_to_action",
-    "tool_calls_to_protocol",
-    "tool_result_message",
-    "unknown_function_message",
-    "with_output_key",
-]
+__all__ = ["tool_calls_to_protocol"]
 
 # An id goes into a double-quoted attribute: keep it to characters that can
 # never end the attribute or the tag.

@@ -25,15 +25,7 @@ from pydantic import TypeAdapter, ValidationError, create_model
 from ..exceptions import ConfigError, ToolError, UnknownActionError
 from .docstrings import parameter_descriptions, summary
 
-__all__ = [
-    "TOOL_MARK",
-    "Tool",
-    "ToolRegistry",
-    "abandoned_threads",
-    "closest_names",
-    "tool",
-    "unknown_tool_message",
-]
+__all__ = ["TOOL_MARK", "Tool", "ToolRegistry", "closest_names", "tool", "unknown_tool_message"]
 
 #: Attribute set by :func:`tool` on a function: ``{"name": …, "description": …}``.
 TOOL_MARK = "__cortex_tool__"

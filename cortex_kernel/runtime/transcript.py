@@ -41,12 +41,7 @@ from platformdirs import user_state_dir
 from .ports import Message, ToolCall
 from .tool_calls import openai_tool_calls
 
-__all__ = [
-    "TranscriptWriter",
-    "default_transcript_dir",
-    "open_private",
-    "private_dir",
-]
+__all__ = ["default_transcript_dir", "open_private"]
 
 
 def default_transcript_dir() -> Path:
