@@ -97,12 +97,20 @@ class Timeline:
         self._offsets: dict[str, float] = {}  # nested run (its action's id) -> clock offset
 
     def _op(self, section: str, index: int, value: list[Any]) -> None:
-        # A copy: a batch taken now must not change with later events.
-        self._pending[("tl", section, index)] = ["tl", section, index, list(value)]
+        # A copy (a batch taken now must not change with later events), made
+        # once per batch: a streaming segment changes with every token.
+        key = ("tl", section, index)
+        op = self._pending.get(key)
+        if op is None:
+            self._pending[key] = ["tl", section, index, list(value)]
+        else:
+            op[3][:] = value
 
     def _time(self, t: Any, parent: str | None) -> float:
         if not isinstance(t, int | float):
             return self._now  # parser events the runtime did not stamp (tests)
+        if parent is None:
+            return round(t, 3)
         offset = 0.0
         while parent:
             if parent in self._offsets:
