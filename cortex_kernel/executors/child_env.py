@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 
 from ..redaction import is_secret_name
 
-__all__ = ["BASE_NAMES", "BASE_PREFIXES", "child_environment"]
+__all__: list[str] = []
 
 #: Variables every child gets from the kernel's environment when they are set.
 BASE_NAMES = (

@@ -31,15 +31,7 @@ from anyio.abc import ByteReceiveStream, Process
 from ..exceptions import ToolError
 from .child_env import child_environment
 
-__all__ = [
-    "CommandResult",
-    "command_failed",
-    "command_output",
-    "decode_output",
-    "render_args",
-    "run_command",
-    "tail",
-]
+__all__ = ["command_output", "render_args", "run_command"]
 
 
 @dataclass

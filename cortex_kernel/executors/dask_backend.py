@@ -37,7 +37,7 @@ from ..runtime.ports import PlacementReport
 from ..runtime.tools import Tool
 from . import dask_task
 
-__all__ = ["ADDRESS_VARIABLE", "ClusterValue", "DaskBackend"]
+__all__ = ["ClusterValue", "DaskBackend"]
 
 #: The environment variable naming a scheduler when the manifest names none.
 ADDRESS_VARIABLE = "CORTEX_DASK_ADDRESS"

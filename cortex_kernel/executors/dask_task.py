@@ -51,7 +51,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["describe", "interrupt", "run_tool"]
+__all__: list[str] = []
 
 _REGISTRY = "_cortex_kernel_dask_calls"
 KEY_PREFIX = "cortex-"  # of every call's key (DaskBackend.call)

@@ -44,19 +44,7 @@ from ..exceptions import ToolError
 from .command import CommandResult
 from .memory import MEMORY_PATTERN
 
-__all__ = [
-    "LABEL",
-    "LOG_LIMIT",
-    "OWNER_LABEL",
-    "ContainerSpec",
-    "DockerEngine",
-    "DockerSpec",
-    "docker_client",
-    "owner",
-    "remove_container",
-    "run_container",
-    "sweep_orphans",
-]
+__all__ = ["ContainerSpec", "DockerEngine", "DockerSpec", "docker_client", "run_container"]
 
 #: Label on every container we start (value: ``tool``), used to find strays.
 LABEL = "cortex-kernel"

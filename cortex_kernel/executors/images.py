@@ -29,7 +29,7 @@ from ..exceptions import ToolError
 if TYPE_CHECKING:
     from .docker import DockerEngine
 
-__all__ = ["SANDBOX_REPOSITORY", "ensure_sandbox_image", "sandbox_files", "sandbox_image"]
+__all__ = ["ensure_sandbox_image", "sandbox_image"]
 
 SANDBOX_REPOSITORY = "cortex-kernel-sandbox"
 

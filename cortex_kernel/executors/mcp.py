@@ -35,7 +35,7 @@ from ..exceptions import McpError, ToolError
 from ..runtime.tools import Tool
 from .child_env import child_environment
 
-__all__ = ["MAX_RESTARTS", "McpError", "McpServer", "McpServerConfig", "tool_name"]
+__all__ = ["McpError", "McpServerConfig"]
 
 State = Literal["not started", "starting", "running", "restarting", "crashed", "failed", "stopped"]
 

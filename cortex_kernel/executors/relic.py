@@ -47,13 +47,7 @@ from .approval import ask_approval
 from .relic_base import NO_PARAMETERS, Relic, RelicPlace
 from .relic_spec import PythonRelicSpec, RelicSpec, ServerRelicSpec, SqliteRelicSpec
 
-__all__ = [
-    "RelicExecutor",
-    "RelicPlace",
-    "RelicRegistry",
-    "RelicState",
-    "RelicStatus",
-]
+__all__ = ["RelicExecutor", "RelicRegistry", "RelicStatus"]
 
 
 class RelicState(StrEnum):

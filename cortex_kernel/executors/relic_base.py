@@ -18,7 +18,7 @@ from .relic_spec import DockerRelicSpec, RelicSpec, ServerRelicSpec
 if TYPE_CHECKING:
     from .docker import DockerEngine
 
-__all__ = ["NO_PARAMETERS", "Relic", "RelicPlace"]
+__all__ = ["RelicPlace"]
 
 #: The schema of an operation that takes nothing.
 NO_PARAMETERS = {"type": "object", "properties": {}}

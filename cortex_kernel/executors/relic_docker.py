@@ -43,7 +43,7 @@ from .images import sandbox_image
 from .relic_base import Relic
 from .relic_spec import DockerRelicSpec
 
-__all__ = ["OWNER_LABEL", "DockerRelic", "owner", "sweep_orphans"]
+__all__: list[str] = []
 
 
 class DockerRelic(Relic):

@@ -38,7 +38,7 @@ from .files import Workspace
 from .relic_base import Relic, RelicPlace
 from .relic_spec import PythonRelicSpec, SqliteRelicSpec
 
-__all__ = ["PythonRelic", "SqliteStore"]
+__all__ = ["SqliteStore"]
 
 
 class SqliteStore:

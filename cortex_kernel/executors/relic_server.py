@@ -42,7 +42,7 @@ from .command import decode_output
 from .relic_base import Relic
 from .relic_spec import ServerRelicSpec
 
-__all__ = ["ServerRelic"]
+__all__: list[str] = []
 
 
 def _free_port() -> int:

@@ -32,15 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..names import ENV_NAME_PATTERN, NAME_PATTERN, TARGET_PATTERN
 from .docker import DockerSpec
 
-__all__ = [
-    "RELIC_KINDS",
-    "DockerRelicSpec",
-    "PythonRelicSpec",
-    "RelicOperation",
-    "RelicSpec",
-    "ServerRelicSpec",
-    "SqliteRelicSpec",
-]
+__all__ = ["PythonRelicSpec", "RelicSpec", "SqliteRelicSpec"]
 
 
 class _Strict(BaseModel):

@@ -26,7 +26,7 @@ from ..runtime.ports import ExecutionContext, Executor, SessionConfig
 from ..runtime.run_events import action_scope, nest_event, scoped_emit
 from ..runtime.session import Session
 
-__all__ = ["AgentExecutor", "SessionFactory"]
+__all__ = ["AgentExecutor"]
 
 #: ``factory(name, caller)``: a fresh session of the sub-agent ``name``, its
 #: configuration derived from the calling run's ``caller`` (the composition

@@ -31,7 +31,7 @@ from ..runtime.run_events import action_scope, scoped_emit
 from ..runtime.scheduler import Scheduler
 from ..runtime.variables import VariableStore
 
-__all__ = ["WorkflowExecutor", "WorkflowSpec", "WorkflowStep"]
+__all__ = ["WorkflowExecutor", "WorkflowSpec"]
 
 
 class WorkflowStep(BaseModel):

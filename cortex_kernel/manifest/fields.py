@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Strict", "pass_env_field"]
+__all__: list[str] = []
 
 
 class Strict(BaseModel):

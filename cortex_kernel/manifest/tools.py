@@ -26,7 +26,6 @@ __all__ = [
     "CallableTool",
     "CommandTool",
     "DockerSettings",
-    "DockerSpec",
     "DockerTool",
     "ExecutorSettings",
     "ExecutorSpec",
