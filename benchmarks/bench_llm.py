@@ -47,7 +47,20 @@ checks and no parser. Figures:
    reading the same paced stream: at a paced rate every chunk is its own
    wake-up of the event loop (epoll, socket read, HTTP framing), a cost any
    Python reader pays, and this machine's floor.
-5. **In process** — the same run with the text streamed from memory (one
+5. **Dispatch** — for each protocol (``xml``: protocol text with ``async``
+   tool actions; ``tools``: native function calls), a whole run whose
+   first turn streams the same calls at :data:`DISPATCH_RATE` chunks/s
+   (4 characters a chunk; a native call's id and name come in a chunk of
+   their own): per call, from the send of the chunk that holds its last
+   byte to the runtime's ``action_started`` event (the action's start),
+   and to the tool body's first line; median and p99. Beside it, how long
+   after its last byte the stream ended (when the call would have started
+   had it waited for the stream's end, as native calls did before). A
+   native call is complete only when the stream moves past it (the next
+   call's first delta, or the finish chunk), so its figure includes that
+   wait, one chunk interval; from that next chunk's send to the start is
+   the adapter's own delay (``start_after_next_chunk``).
+6. **In process** — the same run with the text streamed from memory (one
    4-character chunk per pass of the event loop, no HTTP): the CPU per
    chunk of the runtime alone (scrubbing, parser, stamping, redaction,
    scheduler, transcript, view), without the view, and the in-memory
@@ -68,6 +81,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -99,6 +113,7 @@ from tests.llm.fake_openai import FakeOpenAIProcess, Reply, text_reply
 corpus = load_benchmark("parser")  # the texts (and their tools) of the parser benchmark
 
 RATE = 1000.0  # chunks per second in the paced run
+DISPATCH_RATE = 100.0  # chunks per second in the dispatch runs: a fast hosted model's pace
 END_TO_END_RATES = (1000.0, 5000.0)
 CHUNK = 4
 API_KEY = "sk-bench-0000000000"
@@ -297,6 +312,114 @@ async def _whole_run(model: Model, folder: Path, view: bool = True) -> tuple[flo
     return cpu, last, result.status
 
 
+def _dispatch_calls(count: int) -> list[tuple[str, str]]:
+    """``count`` calls of the dispatch runs: (id, arguments JSON)."""
+    return [
+        (f"c{n}", json.dumps({"n": n, "query": f"rows of table t{n} changed since monday"}))
+        for n in range(count)
+    ]
+
+
+def _dispatch_replies(protocol: str, count: int) -> tuple[list[Reply], list[int]]:
+    """A dispatch run's two replies, and per call the index of the event holding its last byte."""
+    calls = _dispatch_calls(count)
+    delay = 1.0 / DISPATCH_RATE
+    if protocol == "xml":
+        text = "".join(
+            f'<action type="tool" mode="async" id="{call_id}">'
+            f'{{"name": "mark", "parameters": {arguments}}}</action>'
+            for call_id, arguments in calls
+        )
+        ends = [m.end() for m in re.finditer("</action>", text)]
+        last = [(end - 1) // CHUNK for end in ends]
+        first = text_reply(text, chunk_size=CHUNK, delay=delay)
+        return [first, text_reply("<response>done</response>")], last
+    deltas: list[dict[str, Any]] = []
+    last = []
+    for index, (call_id, arguments) in enumerate(calls):
+        head = {"index": index, "id": call_id, "type": "function"}
+        deltas.append({"tool_calls": [{**head, "function": {"name": "mark", "arguments": ""}}]})
+        for start in range(0, len(arguments), CHUNK):
+            piece = arguments[start : start + CHUNK]
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        last.append(len(deltas) - 1)
+    first = Reply(kind="stream", chunks=deltas, delay=delay)
+    return [first, text_reply("done")], last
+
+
+async def _dispatch_run(api_base: str, protocol: str, folder: Path) -> dict[str, float]:
+    """One dispatch run: per call id, when its action started and its tool body ran."""
+    started: dict[str, float] = {}
+    bodies: dict[int, float] = {}
+    tools = ToolRegistry()
+
+    @tools.register
+    def mark(n: int, query: str) -> int:
+        """Note when this call's body began."""
+        bodies[n] = time.perf_counter()
+        return n
+
+    def on_event(event: Any) -> None:
+        if event.type == "action_started":
+            started[event.id] = time.perf_counter()
+
+    model = _model(api_base)
+    session = build_session(model, tools=tools, transcript_dir=folder, protocol=protocol)
+    result = await session.run("benchmark", on_event=on_event)
+    await session.aclose()
+    assert result.status == "ok", result.message
+    times = {f"started:{key}": value for key, value in started.items()}
+    times.update({f"body:c{key}": value for key, value in bodies.items()})
+    return times
+
+
+def _dispatch_figures(
+    runs: list[tuple[dict[str, float], dict[str, Any]]], last: list[int], count: int, native: bool
+) -> dict[str, float]:
+    """Median and p99 (ms) of last byte → action start, → tool body, → the stream's end."""
+    to_start: list[float] = []
+    to_body: list[float] = []
+    to_end: list[float] = []
+    after_next: list[float] = []  # from the chunk after the last byte: the adapter's own delay
+    for times, record in runs:
+        sent = record["chunk_sent_at"]
+        for n in range(count):
+            last_byte = sent[last[n]]
+            to_start.append(times[f"started:c{n}"] - last_byte)
+            to_body.append(times[f"body:c{n}"] - last_byte)
+            to_end.append(sent[-1] - last_byte)
+            after_next.append(times[f"started:c{n}"] - sent[last[n] + 1])
+    figures = {
+        "start_median_ms": round(statistics.median(to_start) * 1e3, 3),
+        "start_p99_ms": round(percentile(to_start, 0.99) * 1e3, 3),
+        "body_median_ms": round(statistics.median(to_body) * 1e3, 3),
+        "body_p99_ms": round(percentile(to_body, 0.99) * 1e3, 3),
+        "stream_end_median_ms": round(statistics.median(to_end) * 1e3, 3),
+        "calls": len(to_start),
+    }
+    if native:  # an action in protocol text needs no later chunk to start
+        figures["start_after_next_chunk_median_ms"] = round(statistics.median(after_next) * 1e3, 3)
+    return figures
+
+
+async def _dispatch(count: int, repeat: int) -> dict[str, Any]:
+    """The dispatch figures of both protocols on the same paced stream (see the module's notes)."""
+    out: dict[str, Any] = {"rate_chunks_per_s": DISPATCH_RATE, "calls_per_run": count}
+    for protocol in ("xml", "tools"):
+        replies, last = _dispatch_replies(protocol, count)
+        runs: list[dict[str, float]] = []
+        with (
+            FakeOpenAIProcess(replies * (repeat + 1)) as server,
+            tempfile.TemporaryDirectory() as folder,
+        ):
+            for _ in range(repeat + 1):  # the first run warms up
+                runs.append(await _dispatch_run(server.api_base, protocol, Path(folder)))
+            records = server.stop()
+        paired = list(zip(runs[1:], records[2::2], strict=True))
+        out[protocol] = _dispatch_figures(paired, last, count, native=protocol == "tools")
+    return out
+
+
 def _script(text: str, run_text: str, repeat: int) -> list[Reply]:
     """Every reply of the run, in request order (the server is in another process)."""
     paced = text_reply(text, chunk_size=CHUNK, delay=1.0 / RATE)
@@ -470,6 +593,7 @@ def main() -> dict[str, Any]:
     load_litellm()
     import_s = time.perf_counter() - started
     result = anyio.run(_measure, chunks, repeat)
+    result["dispatch"] = anyio.run(_dispatch, 4 if quick else 20, repeat)
     result["litellm_import_s"] = round(import_s, 3)
     result["quick"] = quick
     paced = result["paced_latency_ms"]
@@ -505,6 +629,18 @@ def main() -> dict[str, Any]:
             f"sent at {row['sent_chunks_per_s']}/s, "
             f"last event {row['last_event_after_last_chunk_ms']:.1f} ms after the last chunk, "
             f"run {row['status']})"
+        )
+    dispatch = result["dispatch"]
+    for protocol in ("xml", "tools"):
+        row = dispatch[protocol]
+        after_next = row.get("start_after_next_chunk_median_ms")
+        next_chunk = "" if after_next is None else f"from the next chunk {after_next:.2f} ms; "
+        print(
+            f"{protocol:>5} call's last byte -> start  median {row['start_median_ms']:.2f} ms, "
+            f"p99 {row['start_p99_ms']:.2f} ms (tool body {row['body_median_ms']:.2f} / "
+            f"{row['body_p99_ms']:.2f} ms; {next_chunk}the stream ended "
+            f"{row['stream_end_median_ms']:.0f} ms after it; "
+            f"{row['calls']} calls at {DISPATCH_RATE:.0f} chunks/s)"
         )
     memory = result["in_process_us_per_chunk"]
     print(

@@ -50,7 +50,14 @@ def test_quick_llm_bench_reports_every_figure(
     memory = result["in_process_us_per_chunk"]
     assert set(memory) == {"run", "run_without_view", "model_alone", "ours", "ours_without_view"}
     assert memory["run"] > memory["model_alone"] > 0
-    assert "first byte -> first event" in capsys.readouterr().out
+    dispatch = result["dispatch"]
+    for protocol in ("xml", "tools"):
+        row = dispatch[protocol]
+        assert row["calls"] == 4  # one run of 4 calls after the warm-up
+        assert 0 < row["start_median_ms"] <= row["start_p99_ms"]
+        assert row["stream_end_median_ms"] > 0
+    out = capsys.readouterr().out
+    assert "first byte -> first event" in out and "tools call's last byte -> start" in out
 
 
 def test_the_floor_reads_the_same_text_as_our_adapter_one_chunk_a_time() -> None:
