@@ -60,7 +60,7 @@ LIVE = """() => {
   const found = [];
   for (const area of document.querySelectorAll(scope)) {
     // The view's own timeline is SVG the kernel drew; any other SVG is a payload's.
-    const svg = "svg:not(.cortex-timeline > svg, .cortex-timeline-svg)";
+    const svg = "svg:not(.cortex-timeline > details > svg, .cortex-timeline-svg)";
     for (const e of area.querySelectorAll(`img, iframe, ${svg}, script, object, embed, style`)) {
       found.push(e.outerHTML.slice(0, 200));
     }
