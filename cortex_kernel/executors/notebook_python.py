@@ -8,8 +8,18 @@ Each call of :class:`NotebookPython`:
   session's approver with that text);
 - snapshots the namespace (:func:`~cortex_kernel.runtime.changes.snapshot`),
   runs the code in a worker thread (the kernel's loop keeps serving the
-  view; an interrupt abandons the thread, as for any sync tool), and diffs
-  the namespace afterwards (:func:`~cortex_kernel.runtime.changes.diff`);
+  view), and diffs the namespace afterwards
+  (:func:`~cortex_kernel.runtime.changes.diff`);
+- captures the code's ``print`` output for the model, each run its own: while
+  agent code runs, ``sys.stdout`` routes by a context variable (as ipykernel
+  routes threads' output), so two runs at once never mix their output and
+  the kernel's own output is never taken;
+- stops for real when the run is interrupted: ``KeyboardInterrupt`` is raised
+  in the code's thread, and what the code changed until then is kept for
+  ``%undo``. Code blocked outside Python (a C call, I/O) cannot be
+  interrupted until that call returns: if it has not stopped after
+  :data:`INTERRUPT_GRACE` seconds the run's report says it still runs
+  (``RunResult.unstopped``) and may still change the notebook;
 - keeps matplotlib figures the code opened as PNG (and closes them, so
   the inline backend does not show them twice);
 - keeps undo copies up to ``$CORTEX_UNDO_MB`` megabytes a run (read when
@@ -29,14 +39,16 @@ from __future__ import annotations
 
 import ast
 import base64
-import contextlib
+import ctypes
 import io
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -54,6 +66,9 @@ from ..runtime.changes import (
 from ..runtime.changes import undo as undo_report
 
 __all__ = ["Ledger", "NotebookPython", "PythonRun", "figure_data_uri", "ledger_for"]
+
+#: Seconds an interrupted run waits for its code to stop before saying it still runs.
+INTERRUPT_GRACE = 2.0
 
 # C0 controls but newline and tab, DEL and the C1 block: made visible in the
 # approval text so the box shows every character that runs.
@@ -168,6 +183,114 @@ def undo_budget() -> Budget:
     return Budget(undo_bytes=int(megabytes * MB))
 
 
+# The running code's own output buffer (set in its worker thread: each run sees its own).
+_CAPTURE: ContextVar[io.StringIO | None] = ContextVar("cortex_python_stdout", default=None)
+
+
+class _RoutedStdout:
+    """``sys.stdout`` while agent code runs: a run's writes go to its buffer, the rest on.
+
+    Everything but writing is the replaced stream's (``fileno``, ``encoding``,
+    ipykernel's ``set_parent``…).
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def _target(self) -> Any:
+        captured = _CAPTURE.get()
+        return self.stream if captured is None else captured
+
+    def write(self, text: str) -> int:
+        written: int = self._target().write(text)
+        return written
+
+    def writelines(self, lines: Any) -> None:
+        self._target().writelines(lines)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _Routing:
+    """Installs :class:`_RoutedStdout` while at least one code run is inside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.router: _RoutedStdout | None = None
+
+    def enter(self) -> None:
+        with self.lock:
+            if self.router is None or sys.stdout is not self.router:
+                # First run, or someone replaced stdout since (%%capture): route over theirs.
+                self.router = _RoutedStdout(sys.stdout)
+                sys.stdout = self.router
+            self.users += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.router is not None:
+                if sys.stdout is self.router:
+                    sys.stdout = self.router.stream
+                self.router = None
+
+
+_ROUTING = _Routing()
+
+
+def _checkpoint() -> None:
+    """A Python call: a pending asynchronous exception is raised here at the latest."""
+
+
+class _Interruptible:
+    """Runs a function in the current thread so another thread can interrupt it.
+
+    :meth:`interrupt` raises ``KeyboardInterrupt`` in the code's thread, only
+    while the function runs (never into the worker pool's own code).
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ident: int | None = None
+        self.armed = False
+        self.interrupted = False
+        self.done = threading.Event()
+
+    def run(self, work: Callable[[], None]) -> None:
+        try:
+            try:
+                with self.lock:
+                    if self.interrupted:
+                        return  # interrupted before it began: it never runs
+                    self.ident, self.armed = threading.get_ident(), True
+                work()
+            finally:
+                with self.lock:
+                    self.armed = False
+                _checkpoint()
+        except KeyboardInterrupt:
+            if not self.interrupted:
+                raise
+        finally:
+            self.done.set()
+
+    def interrupt(self) -> bool:
+        """Stop the function (or keep it from starting); ``True`` while it still runs."""
+        with self.lock:
+            self.interrupted = True
+            if not self.armed or self.ident is None:
+                return False
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(self.ident), ctypes.py_object(KeyboardInterrupt)
+            )
+            return True
+
+
 def _visible(code: str) -> str:
     return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", code)
 
@@ -225,16 +348,25 @@ class NotebookPython:
             else:
                 last = None
             scope: Any = self.namespace  # a dict in IPython: exec's globals
-            with contextlib.redirect_stdout(out):
+            _CAPTURE.set(out)  # this thread's context only: the run's own output
+            _ROUTING.enter()
+            try:
                 exec(compile(tree, "<agent>", "exec"), scope)
                 if last is not None:
                     outcome["value"] = eval(
                         compile(ast.Expression(last.value), "<agent>", "eval"), scope
                     )
+            finally:
+                _ROUTING.leave()
 
         error: BaseException | None = None
+        running = _Interruptible()
         try:
-            await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(running.run, work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._stop(running, code, before, figures_before)
+            raise
         except Exception as exc:  # the code's own error: reported after the diff
             error = exc
         run = PythonRun(code, diff(before, self.namespace), self._figures(figures_before))
@@ -247,6 +379,28 @@ class NotebookPython:
             # One error type for all: some exceptions' constructors take other arguments.
             raise ToolError(f"{run.error}\n[notebook changes: {changes}]") from error
         return self._text(out.getvalue(), outcome, run)
+
+    async def _stop(
+        self, running: _Interruptible, code: str, before: Any, figures_before: set[int]
+    ) -> None:
+        """Interrupt the code of a cancelled call; keep what it changed, or say it runs on."""
+        from .tool import note_unstopped
+
+        if not running.interrupt():
+            if running.ident is None:
+                return  # it never started: nothing ran, nothing changed
+        elif not await anyio.to_thread.run_sync(running.done.wait, INTERRUPT_GRACE):
+            note_unstopped(
+                f"its code is blocked outside Python (a C call, I/O) and still runs after "
+                f"{INTERRUPT_GRACE:g} s; it stops when that call returns and may change "
+                "notebook variables until then"
+            )
+            return
+        run = PythonRun(code, diff(before, self.namespace))
+        run.figures = self._figures(figures_before)
+        run.error = "KeyboardInterrupt: interrupted"
+        self.ledger.groups[-1].append(run)  # %undo puts back what it did until then
+        self._tell(run)
 
     def _tell(self, run: PythonRun) -> None:
         from ..runtime.run_events import ActionChanges
@@ -268,6 +422,7 @@ class NotebookPython:
                 changes=run.report.to_dict(),
                 in_place=run.report.changed_in_place,
                 figures=len(run.figures),
+                pngs=tuple(run.figures),
             )
         )
 

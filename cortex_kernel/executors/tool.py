@@ -28,7 +28,7 @@ from ..runtime.run_events import ActionLog, ActionPlaced, scoped_emit
 from ..runtime.tools import Tool, unknown_tool_message
 from .approval import ask_approval
 
-__all__ = ["ToolExecutor", "log_stderr", "running_call"]
+__all__ = ["ToolExecutor", "log_stderr", "note_unstopped", "running_call"]
 
 # The running call's reporter of stderr, set by ToolExecutor around each call
 # (a context variable: concurrent calls each see their own).
@@ -43,6 +43,19 @@ _CALL: ContextVar[tuple[str, Callable[[Any], None], Callable[[], float]] | None]
 def running_call() -> tuple[str, Callable[[Any], None], Callable[[], float]] | None:
     """The running tool call's action id, event emitter and clock (``None`` outside one)."""
     return _CALL.get()
+
+
+# The running call's way to say it was cancelled but runs on (the run's report names it).
+_UNSTOPPED: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "cortex_tool_unstopped", default=None
+)
+
+
+def note_unstopped(what: str) -> None:
+    """Tell the running call's run that the call was cancelled but ``what`` runs on."""
+    report = _UNSTOPPED.get()
+    if report is not None:
+        report(what)
 
 
 def log_stderr(text: str) -> None:
@@ -121,6 +134,10 @@ class ToolExecutor(Executor):
         emit = scoped_emit(context.emit)
         _STDERR.set(lambda text: emit(ActionLog(t=context.clock(), id=action_id, text=text)))
         _CALL.set((action_id, emit, context.clock))
+        budget = context.budget
+        _UNSTOPPED.set(
+            None if budget is None else lambda what: budget.note_unstopped(action_id, what)
+        )
         backend = self.backend_for(tool)
         if tool.kind == "python" and tool.timeout is not None:
             # Not fail_after + `except TimeoutError`: a TimeoutError the tool

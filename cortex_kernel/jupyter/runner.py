@@ -619,6 +619,7 @@ class AgentRunner:
                     text, key=self.current_cell_id, on_event=on_event, config=config
                 )
         finally:
+            _warn_unstopped(view, result or session.last_result, before)
             view.finish(handle)
             if terminal is not None:
                 terminal.finish()
@@ -647,6 +648,19 @@ class AgentRunner:
             return None
         # Figures no result backs are marked, and a note says so (the status stays ok).
         return FinalAnswer(*marked_answer(result.answer, result.grounding))
+
+
+def _warn_unstopped(view: Any, result: RunResult | None, before: RunResult | None) -> None:
+    """Say in the view which cancelled actions still run (their node reads ``cancelled``)."""
+    if result is None or result is before or not result.unstopped:
+        return
+    view.state.apply(
+        {
+            "type": "warning",
+            "message": "Cancelled but still running, so they may still have effects "
+            "(change notebook variables, write files): " + "; ".join(result.unstopped),
+        }
+    )
 
 
 def _message_warnings(message: str, namespace: Any, message_cell: bool) -> list[str]:

@@ -230,3 +230,92 @@ def test_a_frame_past_the_undo_limit_is_reported_without_undo(
         assert kernel.python("%%python\nprint(list(big.columns))").strip() == "['v', 'w']"
     finally:
         kernel.shutdown()
+
+
+def code_turns(tmp_path: Path, *codes: str, mode: str = "sync") -> Path:
+    """A replay: one turn of ``python`` actions ``p1``, ``p2``… (output keys ``out1``…)."""
+    calls = "".join(
+        f'<action type="tool" mode="{mode}" id="p{i}" output_key="out{i}">'
+        f"{json.dumps({'name': 'python', 'parameters': {'code': code}})}</action>"
+        for i, code in enumerate(codes, 1)
+    )
+    path = tmp_path / "codes.jsonl"
+    turns = [calls, "<response>done</response>"]
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    return path
+
+
+AGENT_CODE_RUNNING = (
+    "%%python\nimport sys\n"
+    "print(any(f.f_code.co_filename == '<agent>' for f in sys._current_frames().values()))"
+)
+
+
+def test_concurrent_runs_each_capture_their_own_output(kernel: Kernel, tmp_path: Path) -> None:
+    # Both runs are inside their code at once, printing before and after the first
+    # barrier; neither ends before both printed (the second).
+    kernel.python(
+        "%%python\nimport threading\n"
+        "gate, gate2 = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)"
+    )
+    kernel.python("%approvals bypass")
+    replay = code_turns(
+        tmp_path,
+        "print('one-a')\ngate.wait()\nprint('one-b')\ngate2.wait()",
+        "print('two-a')\ngate.wait()\nprint('two-b')\ngate2.wait()",
+        mode="async",
+    )
+    kernel.python(f"%model replay:{replay}")
+    result = kernel.run("both at once")
+    assert result.status == "ok", result.reply["content"]
+    outputs = json.loads(kernel.python("%%python\nimport json\nprint(json.dumps([out1, out2]))"))
+    assert [o.splitlines()[:2] for o in outputs] == [["one-a", "one-b"], ["two-a", "two-b"]]
+    # Nothing of the agent's code went to the cell, nor the kernel's output to the model.
+    printed = "".join(m["content"].get("text", "") for m in result.of_type("stream"))
+    assert "one-" not in printed and "two-" not in printed
+
+
+def test_an_interrupt_stops_the_agents_code_for_real(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python("%approvals bypass")
+    code = "import sys\nn = 0\nsys.stderr.write('looping\\n')\nwhile True:\n    n += 1"
+    kernel.python(f"%model replay:{code_turns(tmp_path, code)}")
+    msg_id = kernel.send("count for ever")
+    kernel.wait_for_stream(msg_id, "looping", timeout=30)  # the loop has begun
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert result.reply["content"]["ename"] == "RunInterrupted", result.reply["content"]
+    assert "still running" not in result.reply["content"]["evalue"]
+    assert kernel.python(AGENT_CODE_RUNNING).strip() == "False"
+    out = kernel.python("%%python\nprint(_run.status, _run.unstopped, n > 0)")
+    assert out.strip() == "cancelled [] True"
+    # What it did until the interrupt is the run's, and %undo puts it back.
+    assert "removed: sys, n" in kernel.python("%undo")
+    assert kernel.python("%%python\nprint('n' in dir())").strip() == "False"
+
+
+def test_code_blocked_outside_python_is_reported_as_still_running(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel.python("%approvals bypass")
+    code = (
+        "import sys, threading\ngate = threading.Event()\nfinished = threading.Event()\n"
+        "sys.stderr.write('waiting\\n')\ntry:\n    gate.wait()\n    after = True\n"
+        "finally:\n    finished.set()"
+    )
+    kernel.python(f"%model replay:{code_turns(tmp_path, code)}")
+    msg_id = kernel.send("wait on the gate")
+    kernel.wait_for_stream(msg_id, "waiting", timeout=30)
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert result.reply["content"]["ename"] == "RunInterrupted", result.reply["content"]
+    assert (
+        "still running: p1 (its code is blocked outside Python"
+        in (result.reply["content"]["evalue"])
+    )
+    warnings = [op[1] for op in result.widget_ops() if op[0] == "w"]
+    assert any("still running" in w and "p1 (its code is blocked" in w for w in warnings)
+    unstopped = kernel.python("%%python\nprint(_run.unstopped)")
+    assert "p1 (its code is blocked outside Python" in unstopped
+    # Once the blocking call returns, the code stops there: the next line never runs.
+    out = kernel.python("%%python\ngate.set()\nprint(finished.wait(30), 'after' in dir())")
+    assert out.strip() == "True False"
