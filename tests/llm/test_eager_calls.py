@@ -54,7 +54,17 @@ def transcript_turns(tmp_path: Path) -> list[dict[str, Any]]:
     return [r for r in records if r.get("type") == "model_turn"]
 
 
-async def test_a_call_starts_when_the_next_call_begins(server: FakeOpenAI, tmp_path: Path) -> None:
+@pytest.fixture(params=["sse", "litellm"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Who reads the response: ours (SSEEvents), or litellm's stream wrapper."""
+    if request.param == "litellm":
+        monkeypatch.setattr("cortex_kernel.llm.litellm_model.sse_response", lambda stream: None)
+    return str(request.param)
+
+
+async def test_a_call_starts_when_the_next_call_begins(
+    server: FakeOpenAI, tmp_path: Path, reader: str
+) -> None:
     started = {1: threading.Event(), 2: threading.Event()}
     deltas = sse_tool_calls([("call_1", "mark", '{"n": 1}'), ("call_2", "mark", '{"n": 2}')])
     second_head = next(i for i, d in enumerate(deltas) if d["tool_calls"][0].get("id") == "call_2")
@@ -103,7 +113,7 @@ async def test_a_call_starts_when_the_next_call_begins(server: FakeOpenAI, tmp_p
 
 
 async def test_a_lone_call_starts_when_the_stream_moves_past_it(
-    server: FakeOpenAI, tmp_path: Path
+    server: FakeOpenAI, tmp_path: Path, reader: str
 ) -> None:
     started = {7: threading.Event()}
     deltas = sse_tool_calls([("call_7", "mark", '{"n": 7}')])
