@@ -6,6 +6,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -75,3 +76,77 @@ def test_lazy_names_are_the_ones_type_checkers_see(name: str) -> None:
     mapping = getattr(package, "_EXPORTS", None) or package._LAZY
     assert _type_checking_exports(package) == mapping
     assert set(mapping) <= set(package.__all__)
+
+
+# -- a module's __all__ is what other packages use -----------------------------
+
+ROOT = Path(cortex_kernel.__file__).parent.parent
+#: Packages whose modules keep to the rule (the others' owners have it to do).
+SWEPT = ("cortex_kernel.runtime", "cortex_kernel.manifest")
+#: Public for users, though no other package of the project imports them.
+DOCUMENTED = {
+    "cortex_kernel.runtime.code_writes": {"code_names", "risky_writes"},  # via changes
+    "cortex_kernel.runtime.grounding": {"Evidence", "GroundingReport", "check", "figures", "mark"},
+    "cortex_kernel.runtime.limits": {"Budget"},  # ExecutionContext.budget
+    "cortex_kernel.runtime.ports": {"ToolSource"},  # Session(tool_sources=…)
+    "cortex_kernel.runtime.run_events": {"RuntimeEventBase"},  # every event's base
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _outside(user: str, module: str) -> bool:
+    """Whether ``user`` is another package than ``module``'s, or that package's ``__init__``."""
+    package = module.rpartition(".")[0]
+    return user == package or not user.startswith(package + ".")
+
+
+def _imported_names() -> dict[str, set[str]]:
+    """Module -> its names that modules of other packages import or read."""
+    sources = [
+        path
+        for top in ("cortex_kernel", "benchmarks", "scripts")
+        for path in (ROOT / top).rglob("*.py")
+    ]
+    known = {_module_name(path) for path in sources}
+    used: dict[str, set[str]] = {}
+    for path in sources:
+        user = _module_name(path)
+        here = user.split(".") if path.name == "__init__.py" else user.split(".")[:-1]
+        tree = ast.parse(path.read_text())
+        modules: dict[str, str] = {}  # local name -> a module imported under it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                source = ".".join([*base, node.module] if node.module else base)
+                for alias in node.names:
+                    if f"{source}.{alias.name}" in known:
+                        modules[alias.asname or alias.name] = f"{source}.{alias.name}"
+                    elif _outside(user, source):
+                        used.setdefault(source, set()).add(alias.name)
+            elif isinstance(node, ast.Import):
+                modules.update({a.asname: a.name for a in node.names if a.asname})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                module = modules.get(node.value.id)
+                if module is not None and _outside(user, module):
+                    used.setdefault(module, set()).add(node.attr)
+    return used
+
+
+def test_module_all_names_only_what_other_packages_use() -> None:
+    used = _imported_names()
+    extra: dict[str, list[str]] = {}
+    for package in SWEPT:
+        for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            module = importlib.import_module(info.name)
+            if info.ispkg or not hasattr(module, "__all__"):
+                continue
+            allowed = used.get(info.name, set()) | DOCUMENTED.get(info.name, set())
+            unused = sorted(set(module.__all__) - allowed)
+            if unused:
+                extra[info.name] = unused
+    assert extra == {}, "used only inside their package: leave them out of __all__"
