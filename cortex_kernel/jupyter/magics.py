@@ -304,7 +304,7 @@ def _variables(line: str) -> None:
 
     runner = runner_for(_shell())
     # Named values only (output keys, set_variable): action ids are not variables.
-    variables = runner.session.variables_store.values
+    variables = runner.session.variables.values
     if not variables:
         print("(no variables yet)")
         return

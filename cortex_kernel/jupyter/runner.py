@@ -414,7 +414,7 @@ class AgentRunner:
         del self._demo[id(session)]
         session.reset()
         for name in trace.names:
-            session.variables_store.delete(name)
+            session.variables.delete(name)
         ns = self.shell.user_ns
         if any(ns.get("_run") is result for result in trace.results):
             ns.pop("_run", None)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
@@ -121,7 +122,7 @@ class Session:
         self.tools = tools if tools is not None else ToolRegistry()
         if variables is None:
             variables = VariableStore(namespace, read_namespace=config.read_notebook)
-        self.variables_store = variables
+        self._variables = variables
         self.feeds = feeds if feeds is not None else FeedRegistry()
         self.feed_providers: dict[str, Callable[..., Any]] = dict(feed_providers or {})
         self.tool_sources: list[ToolSource] = list(tool_sources)
@@ -136,9 +137,25 @@ class Session:
     # ------------------------------------------------------------ public API
 
     @property
-    def variables(self) -> dict[str, Any]:
-        """Every value bound by the runs of this session so far (output keys and action ids)."""
-        return self.variables_store.snapshot()
+    def variables(self) -> VariableStore:
+        """The session's variables, live: what its runs bound and ``$name`` reads.
+
+        ``session.variables["total"]`` is the value ``$total`` reads;
+        iterating gives every name the runs bound (output keys,
+        ``set_variable`` names, action ids); ``snapshot()`` copies them into
+        a ``dict``.
+        """
+        return self._variables
+
+    @property
+    def variables_store(self) -> VariableStore:
+        """Deprecated: the same store as :attr:`variables`."""
+        warnings.warn(
+            "Session.variables_store is deprecated; use Session.variables (the same store)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._variables
 
     async def run(
         self,
@@ -196,7 +213,7 @@ class Session:
         context = RunContext(
             config=config,
             tools=self.tools,
-            variables=self.variables_store,
+            variables=self._variables,
             background=background,
             commit=self._commit,
             track=self._track,

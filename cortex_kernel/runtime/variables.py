@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
-from collections.abc import MutableMapping
+from collections.abc import Iterator, KeysView, MutableMapping
 from typing import Any
 
 from ..exceptions import VariableReferenceError
@@ -62,6 +62,10 @@ def invalid_variable_name(name: str) -> str | None:
 
 class VariableStore:
     """Variables of a session, with an optional notebook namespace behind them.
+
+    Read like a mapping (it is ``Session.variables``): ``store[name]`` and
+    ``name in store`` are what ``$name`` reads; iterating, ``len`` and
+    ``keys()`` cover the names the agent bound (:meth:`snapshot`).
 
     Parameters
     ----------
@@ -129,6 +133,22 @@ class VariableStore:
         if self.user_defined(name):
             return f"'{name}' is a notebook name the user defined"
         return None
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self.lookup(name)
+        except VariableReferenceError:  # a notebook name this agent may not read
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.snapshot())
+
+    def __len__(self) -> int:
+        return len(self.snapshot())
+
+    def keys(self) -> KeysView[str]:
+        """The names the agent bound (so ``dict(store)`` is :meth:`snapshot`)."""
+        return self.snapshot().keys()
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):

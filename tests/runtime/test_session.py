@@ -483,3 +483,25 @@ async def test_context_feed_declaration_is_reported_not_dropped(tmp_path: Path) 
     # The model hears about it at the start of its next turn.
     assert "context feed 'clock' was not created" in model.requests[1].messages[-1]["content"]
     await s.aclose()
+
+
+async def test_session_variables_is_the_live_store_and_variables_store_is_deprecated(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [
+            tool("add", mode="sync", extra='id="t" output_key="total"', a=2, b=3),
+            "<response>$total</response>",
+        ]
+    )
+    s = session(model, tmp_path)
+    variables = s.variables  # taken before the run: it is the store, not a copy
+    await s.run("go")
+    assert variables["total"] == 5 and "total" in variables
+    assert dict(variables) == {"t": 5, "total": 5} == variables.snapshot()
+    assert sorted(variables) == ["t", "total"] and len(variables) == 2
+    with pytest.raises(KeyError):
+        variables["missing"]
+    with pytest.warns(DeprecationWarning, match="use Session.variables"):
+        assert s.variables_store is variables
+    await s.aclose()
