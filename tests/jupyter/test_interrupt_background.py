@@ -60,3 +60,42 @@ def test_an_interrupt_leaves_no_fire_and_forget_process(kernel: Kernel, tmp_path
     assert "f0 tool nap (fire_and_forget): cancelled" in final
     assert "f1 tool nap (fire_and_forget): cancelled" in final
     assert kernel.python("%%python\nprint('alive')").strip() == "alive"
+
+
+BLOCKING_TOOL = '''%%python
+import sys, threading
+from cortex_kernel import tool
+
+gate, finished = threading.Event(), threading.Event()
+
+@tool
+def block() -> str:
+    """Wait for the gate."""
+    sys.stderr.write("blocking\\n")
+    try:
+        gate.wait()
+        return "opened"
+    finally:
+        finished.set()
+'''
+
+
+def test_a_sync_tool_that_cannot_be_stopped_is_reported_as_still_running(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    replay = tmp_path / "turns.jsonl"
+    turns = ('<action type="tool" id="t">{"name": "block"}</action>', "<response>x</response>")
+    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    assert kernel.run(BLOCKING_TOOL).status == "ok"
+    kernel.python(f"%model replay:{replay}")
+    msg_id = kernel.send("block")
+    kernel.wait_for_stream(msg_id, "blocking", timeout=30)
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert result.reply["content"]["ename"] == "RunInterrupted"
+    # The cell, the view and _run all say the thread runs on, and what that means.
+    assert "still running: t (tool 'block'" in result.reply["content"]["evalue"]
+    warnings = [op[1] for op in result.widget_ops() if op[0] == "w"]
+    assert any("may still have effects" in w and "t (tool 'block'" in w for w in warnings), warnings
+    assert "t (tool 'block'" in kernel.python("%%python\nprint(_run.unstopped)")
+    assert kernel.python("%%python\ngate.set()\nprint(finished.wait(30))").strip() == "True"
