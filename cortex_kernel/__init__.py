@@ -6,26 +6,27 @@ the extension hooks import the Jupyter layer only when called.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .lazy_exports import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:  # what type checkers see ("X as X": re-exported)
+    from .runtime.tools import tool as tool
+
+# `from cortex_kernel import tool` without importing the runtime at `import cortex_kernel`.
+_EXPORTS = {"tool": ".runtime.tools"}
 
 __all__ = [
     "__version__",
     "load_ipython_extension",
     "relics",
-    "tool",
     "unload_ipython_extension",
+    *_EXPORTS,
 ]
 
 __version__ = "0.2.0"
 
-
-def __getattr__(name: str) -> Any:
-    # `from cortex_kernel import tool` without importing the runtime at `import cortex_kernel`.
-    if name == "tool":
-        from .runtime.tools import tool
-
-        return tool
-    raise AttributeError(f"module 'cortex_kernel' has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, __all__)
 
 
 def relics() -> Any:

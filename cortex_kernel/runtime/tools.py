@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError, create_model
@@ -226,6 +226,23 @@ def schema_model(function: Callable[..., Any], name: str) -> tuple[dict[str, Any
     return _schema_for(function, name)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def tool(function: _F) -> _F: ...
+
+
+@overload
+def tool(
+    function: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    executor: str | None = None,
+) -> Callable[[_F], _F]: ...
+
+
 def tool(
     function: Callable[..., Any] | None = None,
     *,
@@ -257,7 +274,7 @@ def tool(
     if executor not in (None, "local", "dask"):
         raise ConfigError(f"@tool(executor={executor!r}): use 'local' or 'dask'")
 
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def mark(fn: _F) -> _F:
         setattr(fn, TOOL_MARK, {"name": name, "description": description, "executor": executor})
         return fn
 
