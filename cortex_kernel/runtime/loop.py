@@ -22,6 +22,12 @@ Conversation state is committed a whole turn at a time: a turn's messages
 (the results that opened it and the assistant text) are appended only once
 its stream has ended cleanly, so an error or a cancellation mid-turn never
 leaves a half-written assistant message behind.
+
+The parts, by concept: :mod:`.turn` acts on a turn's events as they stream
+(one handler per event kind), :mod:`.turn_messages` builds what a turn
+leaves in the conversation, :mod:`.answer` fills and checks the final
+answer, :mod:`.run_context` is what the session hands a run. This module
+keeps a run's turns and how it ends.
 """
 
 from __future__ import annotations
