@@ -26,7 +26,8 @@ function emptyDoc() {
   return {
     run_id: "", model: "", message: "", status: "running", status_message: "", answer: "", grounding: "",
     thoughts: [], text: "", responses: [], nodes: {}, order: [], warnings: [], variables: {},
-    footer: { turns: 0, tokens: 0, cost: null, seconds: 0 },
+    footer: { turns: 0, tokens: 0, cost: null, seconds: 0 }, waiting: null,
+    timeline: { turns: [], segs: [], bars: [], more: 0 },
   };
 }
 
@@ -95,6 +96,14 @@ function applyOps(doc, ops) {
       case "f":
         doc.footer = op[1];
         break;
+      case "tl": {
+        // ["tl", section, index, value]: one turn, segment or bar of the timeline.
+        const [, section, i, value] = op;
+        const tl = doc.timeline || (doc.timeline = { turns: [], segs: [], bars: [], more: 0 });
+        if (section === "more") tl.more = value;
+        else if (Array.isArray(tl[section])) tl[section][i] = value;
+        break;
+      }
     }
   }
 }
@@ -268,8 +277,10 @@ function fillShown(pre, shown) {
 
 // A call marked confirm: true waits for the user: what asks (which run,
 // workflow or sub-agent), its exact parameters whole (the box scrolls), and
-// Approve / Deny buttons. A click answers the request's token with the
-// digest of the text this box shows: the kernel refuses any other.
+// Approve / Approve for this cell / Deny buttons. A click answers the
+// request's token with the digest of the text this box shows: the kernel
+// refuses any other. "for this cell" sends scope "cell" only: the kernel
+// reads what it grants (this request's tool) from the waiting request.
 function renderApproval(node, store) {
   const box = document.createElement("div");
   box.className = "cortex-approval";
@@ -291,21 +302,53 @@ function renderApproval(node, store) {
     return box;
   }
   if (node.state !== "awaiting approval") return box;
-  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+  const buttons = [
+    ["Approve", "approve", true, "once"],
+    ["Approve for this cell", "cell", true, "cell"],
+    ["Deny", "deny", false, "once"],
+  ];
+  for (const [label, name, approved, scope] of buttons) {
     const button = document.createElement("button");
-    button.className = `cortex-approval-${label.toLowerCase()}`;
+    button.className = `cortex-approval-${name}`;
     button.textContent = label;
+    if (scope === "cell") {
+      button.title = `Approve this and the rest of this cell's calls to '${approval.tool || ""}'` +
+        " (code that writes into your objects still asks)";
+    }
     button.addEventListener("click", () => {
       for (const b of box.querySelectorAll("button")) b.disabled = true;
       if (store.model) {
         store.model.send({
           type: "approval", id: node.id, token: approval.token, digest: approval.digest, approved,
+          scope,
         });
       }
     });
     box.appendChild(button);
   }
   return box;
+}
+
+// "waiting for the model's first token — 1,400 prompt tokens" (the count when known).
+export function waitingText(waiting) {
+  const count = Number(waiting.prompt_tokens);
+  const tokens = Number.isFinite(count) && count > 0 ? ` — ${count.toLocaleString("en-US")} prompt tokens` : "";
+  return `waiting for the model's first token${tokens}`;
+}
+
+function waitedOf(waiting, store) {
+  return Math.max(0, nowOf(store) - (Number(waiting.since) || 0));
+}
+
+// A <details> whose open state survives redraws (one per node and kind, per run).
+function remembered(details, store, key) {
+  if (!store.opened) store.opened = new Set();
+  details.open = store.opened.has(key);
+  details.addEventListener("toggle", () => {
+    if (details.open) store.opened.add(key);
+    else store.opened.delete(key);
+  });
+  return details;
 }
 
 function renderNode(node, children, store, depth) {
@@ -358,9 +401,13 @@ function renderNode(node, children, store, depth) {
   // The failing tool's own frames; what the tool wrote to stderr (its tail, not
   // its result); the agent's code that ran in the notebook's namespace: each
   // collapsed until asked for.
-  if (node.traceback) li.appendChild(collapsed("cortex-traceback", "traceback", node.traceback));
-  if (node.log) li.appendChild(collapsed("cortex-log", "stderr", node.log));
-  if (node.code) li.appendChild(collapsed("cortex-code", "code", node.code));
+  // What the action was given (the code, once it ran in the notebook, is shown as code;
+  // a request for approval, whole in its box).
+  for (const [field, label] of [["args", "arguments"], ["traceback", "traceback"], ["log", "stderr"], ["code", "code"]]) {
+    if (!node[field] || (field === "args" && (node.code || node.approval))) continue;
+    const details = collapsed(`cortex-${field}`, label, node[field]);
+    li.appendChild(remembered(details, store, `${node.id}\n${field}`));
+  }
   if (node.changes) {
     // What the run changed in the user's variables (⚠: an object changed in place).
     li.appendChild(textElement("div", `changes: ${node.changes}`, "cortex-changes"));
@@ -374,6 +421,213 @@ function renderNode(node, children, store, depth) {
     li.appendChild(ul);
   }
   return li;
+}
+
+// -- the timeline (cortex_kernel/jupyter/viewstate/timeline.py draws the same
+// statically): the model's turns coloured by what it wrote, a bar per action
+// from its dispatch to its end, lines from each dependency. SVG built as DOM
+// nodes; ids and names are the model's: text nodes only. --
+
+const SVG = "http://www.w3.org/2000/svg";
+const TL_COLOURS = {
+  wait: "#e0e0e0", thought: "#b39ddb", action: "#ffb74d", response: "#64b5f6", text: "#cfd8dc",
+  mixed: "#bdbdbd", queued: "#eeeeee", approval: "#ffe082", running: "#90caf9",
+  succeeded: "#81c784", failed: "#e57373", skipped: "#ffcc80", cancelled: "#ffcc80",
+};
+const TL = { width: 640, label: 150, row: 16, bar: 10, axis: 18, legend: 14, rows: 40 };
+const TL_LEGEND = [
+  ["wait", "first token"], ["thought", "thought"], ["action", "action tag"], ["response", "response"],
+  ["queued", "queued"], ["approval", "approval"], ["running", "running"], ["succeeded", "succeeded"],
+  ["failed", "failed"],
+];
+
+function hasTimeline(doc) {
+  const tl = doc.timeline;
+  return Boolean(tl && (tl.turns.length || tl.bars.length));
+}
+
+function union(spans) {
+  const merged = [];
+  for (const [a, b] of spans.filter(([a, b]) => b > a).sort((p, q) => p[0] - q[0] || p[1] - q[1])) {
+    const last = merged[merged.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else merged.push([a, b]);
+  }
+  return merged;
+}
+
+const spanLength = (spans) => spans.reduce((sum, [a, b]) => sum + b - a, 0);
+
+// Where the time went, as timeline.time_spent: model, actions, both, approvals, the rest.
+function timeSpent(doc, end) {
+  const tl = doc.timeline;
+  const open = (t) => (t === null || t === undefined ? end : t);
+  const model = union(tl.turns.map((t) => [t[1], open(t[2])]));
+  const tools = union(tl.bars.filter((b) => b[2] !== null).map((b) => [b[2], open(b[3])]));
+  const approval = union(tl.bars.filter((b) => b[4] !== null).map((b) => [b[4], open(b[5])]));
+  let overlap = 0;
+  for (const [a, b] of model) for (const [c, d] of tools) overlap += Math.max(0, Math.min(b, d) - Math.max(a, c));
+  const busy = spanLength(union([...model, ...tools, ...approval]));
+  return {
+    model: spanLength(model), tools: spanLength(tools), overlap,
+    approval: spanLength(approval), other: Math.max(0, end - busy),
+  };
+}
+
+function timelineEnd(doc, store) {
+  const tl = doc.timeline;
+  let end = doc.status === "running" ? nowOf(store) : doc.footer.seconds || 0;
+  for (const s of tl.segs) end = Math.max(end, s[2]);
+  for (const b of tl.bars) for (const t of b.slice(1)) if (t !== null) end = Math.max(end, t);
+  return Math.max(end, 0.001);
+}
+
+function timelineSummary(doc, end) {
+  const spent = timeSpent(doc, end);
+  const parts = [`model ${spent.model.toFixed(1)}s`];
+  if (doc.timeline.bars.length) {
+    parts.push(`actions ${spent.tools.toFixed(1)}s (${spent.overlap.toFixed(1)}s while the model wrote)`);
+  }
+  if (spent.approval) parts.push(`approval ${spent.approval.toFixed(1)}s`);
+  parts.push(`other ${spent.other.toFixed(1)}s`);
+  return parts.join(" · ");
+}
+
+function svgElement(tag, attrs, title) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (title) {
+    const t = document.createElementNS(SVG, "title");
+    t.textContent = title;
+    e.appendChild(t);
+  }
+  return e;
+}
+
+const secs = (t) => (t === null || t === undefined ? "?" : `${t.toFixed(2)}s`);
+
+function barTitle(node, bar) {
+  const label = [node.id, node.type, node.name].filter(Boolean).join(" ");
+  const parts = [`${label}: ${node.state || ""}`, `dispatched ${secs(bar[1])}`];
+  if (bar[4] !== null) parts.push(`asked for approval ${secs(bar[4])} (answered ${secs(bar[5])})`);
+  if (bar[2] !== null) {
+    let ran = `ran ${secs(bar[2])}–${secs(bar[3])}`;
+    if (bar[3] !== null) ran += ` (${(bar[3] - bar[2]).toFixed(2)}s)`;
+    parts.push(ran);
+  }
+  if (node.deps && node.deps.length) parts.push(`after ${node.deps.join(", ")}`);
+  return parts.join(" · ");
+}
+
+function drawTimeline(doc, store) {
+  const tl = doc.timeline;
+  const end = timelineEnd(doc, store);
+  const bars = tl.bars.slice(0, TL.rows);
+  const hidden = tl.bars.length - bars.length + (tl.more || 0);
+  const rows = 1 + bars.length + (hidden ? 1 : 0);
+  const height = TL.row * rows + TL.axis + TL.legend;
+  const span = TL.width - TL.label - 8;
+  const x = (t) => TL.label + (span * Math.min(Math.max(t, 0), end)) / end;
+  const svg = svgElement("svg", {
+    width: TL.width, height, viewBox: `0 0 ${TL.width} ${height}`,
+    "font-family": "sans-serif", "font-size": 10, role: "img", "aria-label": "timeline",
+  });
+  svg.classList.add("cortex-timeline-svg");
+  const rect = (t0, t1, row, fill, title, { size = TL.bar, keep = false, cls = "" } = {}) => {
+    if (t1 <= t0 && !keep) return;
+    const r = svgElement("rect", {
+      x: x(t0), y: row * TL.row + (TL.row - size) / 2, width: Math.max(x(t1) - x(t0), 1), height: size, fill,
+    }, title);
+    if (cls) r.classList.add(cls);
+    svg.appendChild(r);
+  };
+  const label = (row, text, title, fill = "#555") => {
+    const t = svgElement("text", { x: 2, y: row * TL.row + TL.row - 4, fill }, title);
+    t.append(text);
+    svg.appendChild(t);
+  };
+  label(0, "model");
+  const open = (t) => (t === null || t === undefined ? end : t);
+  for (const turn of tl.turns) rect(turn[1], open(turn[2]), 0, "#f5f5f5", `turn ${turn[0]}`, { size: TL.row - 2 });
+  for (const [kind, t0, t1] of tl.segs) {
+    rect(t0, t1, 0, TL_COLOURS[kind] || "#bdbdbd", `${kind} ${t0.toFixed(2)}–${t1.toFixed(2)}s`, { cls: `cortex-tl-${kind}` });
+  }
+  const where = new Map();
+  bars.forEach((bar, i) => {
+    const row = i + 1;
+    const node = doc.nodes[bar[0]] || { id: bar[0] };
+    where.set(bar[0], [row, bar]);
+    let depth = 0;
+    for (let p = node.parent; p && doc.nodes[p] && depth < 8; p = doc.nodes[p].parent) depth += 1;
+    const title = barTitle(node, bar);
+    const text = "  ".repeat(depth) + [bar[0], node.name || node.type || ""].filter(Boolean).join(" ");
+    label(row, text.length > 26 ? `${text.slice(0, 25)}…` : text, title);
+    const tEnd = open(bar[3]);
+    if (bar[1] !== null) rect(bar[1], bar[2] !== null ? bar[2] : tEnd, row, TL_COLOURS.queued, title);
+    if (bar[4] !== null) rect(bar[4], open(bar[5]), row, TL_COLOURS.approval, title);
+    if (bar[2] !== null) {
+      const state = String(node.state || "running");
+      rect(bar[2], tEnd, row, TL_COLOURS[state] || TL_COLOURS.running, title,
+        { keep: true, cls: "cortex-tl-bar" });
+      svg.lastChild.dataset.id = bar[0];
+    }
+  });
+  bars.forEach((bar, i) => {
+    const node = doc.nodes[bar[0]] || {};
+    for (const dep of node.deps || []) {
+      if (!where.has(dep)) continue;
+      const [depRow, depBar] = where.get(dep);
+      const from = [depBar[3], depBar[2], depBar[1]].find((t) => t !== null);
+      const to = [bar[2], bar[1]].find((t) => t !== null);
+      const [x1, y1] = [x(from === undefined ? 0 : from), depRow * TL.row + TL.row / 2];
+      const [x2, y2] = [x(to === undefined ? from || 0 : to), (i + 1) * TL.row + TL.row / 2];
+      const path = svgElement("path", {
+        d: `M${x1} ${y1} L${x2} ${y2 - 4} M${x2 - 3} ${y2 - 7} L${x2} ${y2 - 4} L${x2 + 3} ${y2 - 7}`,
+        stroke: "#555", "stroke-width": 1, fill: "none",
+      }, `${bar[0]} after ${dep}`);
+      path.classList.add("cortex-tl-dep");
+      svg.appendChild(path);
+    }
+  });
+  if (hidden) label(rows - 1, `+${hidden} more actions`, "", "#777");
+  const axis = rows * TL.row;
+  svg.appendChild(svgElement("line", { x1: TL.label, y1: axis, x2: TL.width - 8, y2: axis, stroke: "#999" }));
+  const step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600].find((s) => end / s <= 6) || Math.max(end / 6, 1);
+  for (let i = 0; i * step <= end + 1e-9; i += 1) {
+    const tick = Math.round(i * step * 1000) / 1000;
+    svg.appendChild(svgElement("line", { x1: x(tick), y1: axis, x2: x(tick), y2: axis + 3, stroke: "#999" }));
+    const t = svgElement("text", { x: x(tick), y: axis + 13, fill: "#777", "text-anchor": "middle" });
+    t.textContent = `${tick}s`;
+    svg.appendChild(t);
+  }
+  TL_LEGEND.forEach(([kind, name], i) => {
+    const left = 2 + i * 70;
+    const y = axis + TL.axis;
+    svg.appendChild(svgElement("rect", { x: left, y: y + 2, width: 8, height: 8, fill: TL_COLOURS[kind] }));
+    const t = svgElement("text", { x: left + 11, y: y + 10, fill: "#777" });
+    t.textContent = name;
+    svg.appendChild(t);
+  });
+  return svg;
+}
+
+// A collapsed "Timeline" under the tree (open state kept per view), its
+// summary line saying where the time went even while closed.
+function timelineSection(doc, store, ui) {
+  const details = document.createElement("details");
+  details.className = "cortex-timeline";
+  details.open = ui.timelineOpen;
+  details.addEventListener("toggle", () => {
+    ui.timelineOpen = details.open;
+    if (details.open && !details.querySelector("svg")) {
+      details.appendChild(drawTimeline(store.doc || doc, store));
+    }
+  });
+  const summary = textElement("summary", `Timeline · ${timelineSummary(doc, timelineEnd(doc, store))}`);
+  details.appendChild(summary);
+  // Drawn only when shown: a closed section costs one line per redraw.
+  if (details.open) details.appendChild(drawTimeline(doc, store));
+  return details;
 }
 
 function draw(el, store, ui) {
@@ -412,6 +666,8 @@ function draw(el, store, ui) {
     for (const node of children.get(null) || []) ul.appendChild(renderNode(node, children, store, 0));
     el.appendChild(ul);
   }
+
+  if (hasTimeline(doc)) el.appendChild(timelineSection(doc, store, ui));
 
   if (doc.text.trim()) {
     const t = document.createElement("div");
@@ -462,6 +718,14 @@ function draw(el, store, ui) {
     el.appendChild(link);
   }
 
+  // A turn's request is out and nothing has streamed yet: on a CPU the model
+  // may read a long prompt for a minute, so say so (and how long it is).
+  if (doc.status === "running" && doc.waiting) {
+    const waiting = textElement("div", `${waitingText(doc.waiting)} · `, "cortex-first-token");
+    waiting.append(textElement("span", fmtSeconds(waitedOf(doc.waiting, store)), "cortex-first-token-clock"));
+    el.appendChild(waiting);
+  }
+
   const f = doc.footer;
   const footer = document.createElement("div");
   footer.className = "cortex-footer";
@@ -480,8 +744,13 @@ function tick(el, store) {
     const node = store.doc.nodes[span.dataset.id];
     if (node && node.state === "running") span.textContent = fmtSeconds(elapsedOf(node, store));
   }
+  // An open timeline's running bars and streaming turn grow with the clock.
+  const drawn = el.querySelector(".cortex-timeline[open] svg");
+  if (drawn) drawn.replaceWith(drawTimeline(store.doc, store));
   const clock = el.querySelector(".cortex-clock");
   if (clock) clock.textContent = fmtSeconds(nowOf(store));
+  const waited = el.querySelector(".cortex-first-token-clock");
+  if (waited && store.doc.waiting) waited.textContent = fmtSeconds(waitedOf(store.doc.waiting, store));
 }
 
 export default {
@@ -507,7 +776,7 @@ export default {
     const store = storeFor(model);
     store.model = model;  // the approval buttons send through it
     if (!store.doc) loadSnapshot(store, model.get("snapshot"));
-    const ui = { thoughtOpen: new Map() };
+    const ui = { thoughtOpen: new Map(), timelineOpen: false };
     const redraw = () => draw(el, store, ui);
     store.views.add(redraw);
     redraw();

@@ -142,13 +142,16 @@ async def ask_approval(
         )
     )
     approved = await approver(request)
+    # An approver may name who took this one decision (the notebook's: a cell's grant).
+    by_of = getattr(approver, "by_of", None)
+    by = str(by_of(request)) if callable(by_of) else approver.by
     emit(
         ApprovalDecided(
             t=context.clock(),
             id=action_id,
             tool=name,
             approved=approved,
-            by=approver.by,
+            by=by,
             token=request.token,
         )
     )

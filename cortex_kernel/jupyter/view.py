@@ -41,6 +41,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from .approvals import CellScope
 from .viewstate import RunState, render_html, render_markdown, render_text
 
 _LIVE_STATES = frozenset({"parsing", "queued", "waiting", "running"})
@@ -77,12 +78,17 @@ class RunView(anywidget.AnyWidget):
     snapshot = traitlets.Dict().tag(sync=True)
 
     def __init__(
-        self, on_approval: Callable[[str, str, bool], str | None] | None = None, **kwargs: Any
+        self,
+        on_approval: Callable[[str, str, bool, CellScope | None], str | None] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(view_id=uuid.uuid4().hex, **kwargs)
-        # Approve / Deny buttons: {"type": "approval", "token", "digest", "approved"}
-        # from the front end; on_approval returns why it refused an answer, if it did.
+        # Approve / Approve for this cell / Deny: {"type": "approval", "token",
+        # "digest", "approved", "scope"?} from the front end; on_approval gets
+        # this run's CellScope for "scope": "cell" and returns why it refused
+        # an answer, if it did.
         self.on_approval = on_approval
+        self.cell = CellScope()  # closed by finish(): a cell's grants end with its run
         self.state = RunState()
         self.messages_sent = 0
         self.bytes_sent = 0
@@ -115,7 +121,9 @@ class RunView(anywidget.AnyWidget):
 
         With ``handle`` (the display's ``DisplayHandle``), the display becomes
         the static rendering as soon as nothing of the run is still running.
+        What *Approve for this cell* granted ends here.
         """
+        self.cell.close()
         self.flush()
         self.snapshot = self._snapshot()
         if handle is not None:
@@ -129,7 +137,7 @@ class RunView(anywidget.AnyWidget):
         return {
             "text/plain": render_text(doc),
             "text/markdown": render_markdown(doc),
-            "text/html": render_html(doc),
+            "text/html": render_html(doc, self.state.figures),
         }
 
     def _go_static(self) -> bool:
@@ -202,12 +210,16 @@ class RunView(anywidget.AnyWidget):
 
     def _on_answer(self, content: dict[str, Any]) -> None:
         token, digest = content.get("token"), content.get("digest")
+        scope = content.get("scope", "once")
         if self.on_approval is None:
             return
         if not isinstance(token, str) or not isinstance(digest, str):
             refused: str | None = "it names no request token and digest"
+        elif scope not in ("once", "cell"):
+            refused = "its scope is neither once nor cell"
         else:
-            refused = self.on_approval(token, digest, content.get("approved") is True)
+            cell = self.cell if scope == "cell" else None
+            refused = self.on_approval(token, digest, content.get("approved") is True, cell)
         if refused is not None and not self.static:
             # Said in the view (which redraws, so its buttons work again).
             self.state.apply({"type": "warning", "message": f"approval answer refused: {refused}"})
@@ -227,5 +239,5 @@ class RunView(anywidget.AnyWidget):
         doc = self.state.doc
         data["text/plain"] = render_text(doc)
         data["text/markdown"] = render_markdown(doc)
-        data["text/html"] = render_html(doc)
+        data["text/html"] = render_html(doc, self.state.figures)
         return data, metadata

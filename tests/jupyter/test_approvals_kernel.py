@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -286,3 +287,67 @@ def test_a_relic_operation_with_confirm_waits_for_the_box(kernel: Kernel, tmp_pa
     assert kernel.python("%%python\nprint(_response)").strip() == "true"
     asked = [e for e in approval_events(kernel) if e["type"] == "approval_requested"]
     assert [(e["id"], e["kind"], e["tool"]) for e in asked] == [("r1", "relic", "store.set")]
+
+
+ECHO = {
+    "name": "echo",
+    "command": [sys.executable, "-c", "import json,sys; print(json.load(sys.stdin)['text'])"],
+    "confirm": True,
+}
+
+
+def test_approve_for_this_cell_approves_the_same_tool_until_the_cell_ends(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    first = (
+        '<action type="tool" id="c1">{"name": "count", "parameters": {"text": "hello"}}</action>'
+    )
+    turns = (
+        first,
+        count("c2", "two", text="abc")
+        + action("tool", "e1", {"name": "echo", "parameters": {"text": "hi"}}),
+        "<response>done $two</response>",
+        first.replace('"hello"', '"again"'),  # the next cell's run
+        "<response>next</response>",
+    )
+    path = write_manifest(
+        tmp_path, {"model": replay(tmp_path, "turns", *turns), "tools": [CONFIRMED, ECHO]}
+    )
+    kernel.python(f"%manifest {path}")
+    msg_id = kernel.send("count twice, echo once")
+    read_until(kernel, waiting("c1"), "c1's box")
+    # Only "approve" can be given for the cell, and no other scope exists.
+    answer(kernel, "c1", {"approved": False, "scope": "cell"})
+    read_until(kernel, warned("only an approval can be given for the whole cell"), "a refusal")
+    answer(kernel, "c1", {"approved": True, "scope": "always"})
+    read_until(kernel, warned("its scope is neither once nor cell"), "a scope refusal")
+    assert node_state(view_ops(kernel), "c1") == "awaiting approval"
+    answer(kernel, "c1", {"approved": True, "scope": "cell"})
+    # The same tool's next request runs without asking; another tool still asks.
+    read_until(kernel, waiting("e1"), "e1's box")
+    read_until(kernel, lambda ops: node_state(ops, "c2") == "succeeded", "c2 run unasked")
+    assert box(kernel, "c2")["decision"] == "approved (for this cell)"
+    assert json.loads(box(kernel, "c2")["parameters"]) == {"text": "abc"}  # shown whole
+    click(kernel, "e1", True)
+    result = kernel.collect(msg_id)
+    assert result.status == "ok", result.reply["content"]
+    decided = [
+        (e["id"], e["approved"], e["by"])
+        for e in approval_events(kernel)
+        if e["type"] == "approval_decided"
+    ]
+    assert sorted(decided) == [
+        ("c1", True, "user, for this cell"),
+        ("c2", True, "for this cell"),
+        ("e1", True, "user"),
+    ]
+    text = final_bundle(result)["text/plain"]
+    assert "c2 tool count (async): succeeded [approved (for this cell)]" in text
+
+    # The grant ended with its cell: the next cell asks again.
+    msg_id = kernel.send("count again")
+    read_until(kernel, waiting("c1"), "the next cell's box")
+    click(kernel, "c1", False)
+    assert kernel.collect(msg_id).status == "ok"
+    decided = [e for e in approval_events(kernel) if e["type"] == "approval_decided"]
+    assert [(e["id"], e["approved"], e["by"]) for e in decided] == [("c1", False, "user")]

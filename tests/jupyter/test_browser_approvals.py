@@ -136,3 +136,41 @@ def test_the_box_shows_the_whole_request_and_approves_what_it_showed(
     assert marks == ["⟨2100 spaces⟩", "⟨U+202E⟩"]  # set apart from the request's own text
     assert head.startswith("tool 'count', asked by run ")
     assert style[0] == "auto" and style[1] == "pre-wrap" and style[2] != "none"
+
+
+def test_approve_for_this_cell(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> None:
+    # One click on c1's "Approve for this cell": c2, the same tool later in
+    # the same cell's run, runs without asking and its box says why.
+    _ensure_chromium()
+    from playwright.sync_api import sync_playwright
+
+    turns = [call("c1", "hello"), call("c2", "four"), "<response>counted $c1 and $c2</response>"]
+    served = _serve_counting_agent(tmp_path, replay_dir, turns, "count two words")
+    with served as lab, sync_playwright() as p:
+        context = _launch(p, tmp_path)
+        try:
+            context.add_init_script(OBSERVER)
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(lab["url"])
+            _wait_idle(page)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            first = page.locator('.cortex-node[data-id="c1"]')
+            button = first.locator(".cortex-approval-cell")
+            button.wait_for(timeout=60_000)
+            label, title = button.inner_text(), button.get_attribute("title") or ""
+            button.click()
+            page.wait_for_selector(".jp-OutputArea-output >> text=counted 5 and 4", timeout=60_000)
+            log = page.evaluate("window.__cortexLog")
+            static = page.locator(".jp-Cell").nth(1).locator(".cortex-run-static")
+            static.wait_for(timeout=30_000)
+            final_view = static.inner_text()
+        finally:
+            context.close()
+
+    assert label == "Approve for this cell" and "'count'" in title
+    states = log["states"]
+    assert states["c1"][-1] == states["c2"][-1] == "succeeded", states
+    assert "approved (user, for this cell)" in final_view
+    assert "approved (for this cell)" in final_view
+    # c2's request is still shown whole, though nobody was asked.
+    assert final_view.count('"text": "four"') == 1

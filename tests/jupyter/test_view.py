@@ -126,3 +126,56 @@ def test_mimebundle_reads_without_the_widget() -> None:
     assert data["text/plain"].startswith("Cortex run [ok]")
     assert "set_variable" in data["text/markdown"]
     assert "set_variable" in data["text/html"]
+
+
+def test_approve_for_this_cell_grants_the_same_tool_until_the_view_finishes() -> None:
+    """The cell's grant: the answered request's tool, never code with notes, over at finish()."""
+    import anyio
+    import anyio.lowlevel
+
+    from cortex_kernel.executors.approval import approval_digest
+    from cortex_kernel.jupyter.approvals import ViewApprover
+    from cortex_kernel.runtime.ports import ApprovalRequest
+
+    approver = ViewApprover()
+    view = RecordingView(on_approval=approver.decide)
+
+    def request(tool: str, *notes: str) -> ApprovalRequest:
+        return ApprovalRequest(
+            "a1", tool, "python", {}, text="t", digest=approval_digest("t"), notes=notes
+        )
+
+    async def asks(item: ApprovalRequest) -> bool:
+        """Whether ``item`` waits for an answer (it is left unanswered)."""
+        decided: list[bool] = []
+
+        async def call() -> None:
+            decided.append(await approver(item))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            while not approver.waiting and not decided:
+                await anyio.lowlevel.checkpoint()
+            waits = bool(approver.waiting)
+            group.cancel_scope.cancel()
+        return waits
+
+    async def main() -> None:
+        first = request("python")
+        async with anyio.create_task_group() as group:
+            group.start_soon(approver, first)
+            while not approver.waiting:
+                await anyio.lowlevel.checkpoint()
+            answer = {"type": "approval", "token": first.token, "digest": first.digest}
+            view._on_front_end_msg(view, {**answer, "approved": True, "scope": "cell"}, [])
+        assert approver.by_of(first) == "user, for this cell"
+        later = request("python")
+        assert await approver(later) is True
+        assert approver.by_of(later) == "for this cell"
+        # Another tool, and code that writes into the user's objects, still ask.
+        assert await asks(request("shell"))
+        assert await asks(request("python", "df: item assignment"))
+        view.finish()  # the cell's run is over: so is its grant
+        assert await asks(request("python"))
+
+    anyio.run(main)

@@ -7,8 +7,11 @@ inert in every one (:mod:`..safe_markup`).
 
 from __future__ import annotations
 
+import base64
 import html
 import re
+import secrets
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..safe_markup import (
@@ -18,9 +21,17 @@ from ..safe_markup import (
     sanitize_view_html,
     terminal_safe,
 )
-from .text import DOLLAR_HTML, clip, plural
+from .text import DOLLAR_HTML, clip, plural, waiting_text
+from .timeline import timeline_html, timeline_summary
 
-__all__ = ["STATE_ICONS", "render_html", "render_markdown", "render_text", "text_line"]
+__all__ = [
+    "STATE_ICONS",
+    "approval_head",
+    "render_html",
+    "render_markdown",
+    "render_text",
+    "text_line",
+]
 
 STATE_ICONS: dict[str, str] = {
     "parsing": "…",
@@ -76,7 +87,12 @@ def text_line(node: dict[str, Any], depth: int) -> str:
     return line
 
 
-def _approval_head(approval: dict[str, Any]) -> str:
+def _one_line(text: str, limit: int = 160) -> str:
+    """``text`` on one line (its lines joined by `` ⏎ ``), clipped: a summary of arguments."""
+    return clip(" ⏎ ".join(line.strip() for line in text.strip().split("\n")), limit)
+
+
+def approval_head(approval: dict[str, Any]) -> str:
     """``tool 'count', asked by run … › workflow 'w' (w1)``: what asks, and who."""
     head = f"{approval.get('kind') or 'tool'} '{approval.get('tool', '')}'"
     return head + (f", asked by {approval['asker']}" if approval.get("asker") else "")
@@ -94,19 +110,53 @@ def render_text(doc: dict[str, Any]) -> str:
         for node in tree.get(parent, []):
             lines.append(text_line(node, depth))
             approval = node.get("approval")
+            if node.get("args") and not approval:  # an approval shows its request whole
+                lines.append(f"{'  ' * (depth + 1)}args: {_one_line(node['args'])}")
             if approval:
                 pad = "  " * (depth + 1)
-                lines.append(f"{pad}approval: {_approval_head(approval)}")
+                lines.append(f"{pad}approval: {approval_head(approval)}")
                 lines.extend(f"{pad}| {line}" for line in approval["parameters"].split("\n"))
             if node.get("changes"):
                 lines.append(f"{'  ' * (depth + 1)}changes: {node['changes']}")
             walk(node["id"], depth + 1)
 
     walk(None, 1)
+    if doc["status"] == "running" and doc.get("waiting"):
+        lines.append(f"  {waiting_text(doc['waiting'])}")
     if doc.get("status_message") and doc["status"] != "ok":
         lines.append(f"  {doc['status_message']}")
     # Terminals print it (jupyter console): model text must not drive them.
     return terminal_safe("\n".join(lines))
+
+
+def _markdown_item(node: dict[str, Any], depth: int) -> list[str]:
+    """A node's list item in :func:`render_markdown`, and the lines under it."""
+    icon = STATE_ICONS.get(node["state"], "?")
+    label = code_span(_node_label(node))
+    item = f"{'  ' * depth}- {icon} {label} — {literal_markdown(node['state'])}"
+    item += literal_markdown(_placement(node))
+    if (node.get("approval") or {}).get("decision"):
+        item += f" {literal_markdown('[' + node['approval']['decision'] + ']')}"
+    if node.get("audit") == "blocked":
+        item += " [blocked]"
+    if node.get("deps"):
+        item += f" {literal_markdown('(after ' + ', '.join(node['deps']) + ')')}"
+    detail = node.get("preview") or node.get("error")
+    if detail:
+        item += ": " + literal_markdown(clip(str(detail), 120).replace("\n", " "))
+    items = [item]
+    pad = "  " * depth + "  "
+    approval = node.get("approval")
+    if node.get("args") and not approval:  # an approval shows its request whole
+        items.append(f"{pad}args: {code_span(_one_line(node['args']))}")
+    if approval:
+        shown = approval["parameters"]
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", shown)), default=0))
+        items.append(f"{pad}approval: {code_span(approval_head(approval))}")
+        items.extend(f"{pad}{line}" for line in (f"{fence}text", *shown.split("\n"), fence))
+    if node.get("changes"):
+        items.append(f"{pad}changes: {literal_markdown(node['changes'])}")
+    return items
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
@@ -130,34 +180,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
 
     def walk(parent: str | None, depth: int) -> None:
         for node in tree.get(parent, []):
-            icon = STATE_ICONS.get(node["state"], "?")
-            label = code_span(_node_label(node))
-            item = f"{'  ' * depth}- {icon} {label} — {literal_markdown(node['state'])}"
-            item += literal_markdown(_placement(node))
-            if (node.get("approval") or {}).get("decision"):
-                item += f" {literal_markdown('[' + node['approval']['decision'] + ']')}"
-            if node.get("audit") == "blocked":
-                item += " [blocked]"
-            if node.get("deps"):
-                item += f" {literal_markdown('(after ' + ', '.join(node['deps']) + ')')}"
-            detail = node.get("preview") or node.get("error")
-            if detail:
-                item += ": " + literal_markdown(clip(str(detail), 120).replace("\n", " "))
-            items.append(item)
-            approval = node.get("approval")
-            if approval:
-                pad = "  " * depth + "  "
-                shown = approval["parameters"]
-                fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", shown)), default=0))
-                items.append(f"{pad}approval: {code_span(_approval_head(approval))}")
-                items.extend(f"{pad}{line}" for line in (f"{fence}text", *shown.split("\n"), fence))
-            if node.get("changes"):
-                items.append(f"{'  ' * depth}  changes: {literal_markdown(node['changes'])}")
+            items.extend(_markdown_item(node, depth))
             walk(node["id"], depth + 1)
 
     walk(None, 0)
     if items:
         parts.append("\n".join(items))
+    if timeline_summary(doc):
+        parts.append(f"*timeline* · {timeline_summary(doc)}")
     for response in doc["responses"]:
         if not response["final"] and response["text"].strip():
             parts.append(f"*{literal_markdown(response['text'].strip())}*")
@@ -166,10 +196,18 @@ def render_markdown(doc: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _details_html(node: dict[str, Any]) -> str:
-    """Under a node's line: its traceback and stderr (collapsed), its approval's request."""
+def _details_html(node: dict[str, Any], figures: list[str]) -> str:
+    """Under a node's line: its arguments, traceback, stderr and code (collapsed), its
+    figures' placeholders (``figures``: see :func:`render_html`), its approval's request."""
     esc = html.escape
     out = ""
+    # The code, once run, is shown as code; a request for approval is shown whole below.
+    if node.get("args") and not node.get("code") and not node.get("approval"):
+        out += (
+            '<details><summary style="color: #777">arguments</summary>'
+            f'<pre style="font-size: 11px; white-space: pre-wrap">{esc(node["args"])}</pre>'
+            "</details>"
+        )
     if node.get("traceback"):
         out += (
             '<details><summary style="color: #b00">traceback</summary>'
@@ -192,12 +230,19 @@ def _details_html(node: dict[str, Any]) -> str:
             '<div class="cortex-changes" style="margin: 2px 0 4px 1.6em">'
             f"<small>changes: {esc(node['changes'])}</small></div>"
         )
+    for number, placeholder in enumerate(figures, 1):
+        # Collapsed: the figure is the cell's own output too, right under the view.
+        label = f"figure {number}" if len(figures) > 1 else "figure"
+        out += (
+            f'<details><summary style="color: #777">{label}</summary>'
+            f"<div>{placeholder}</div></details>"
+        )
     approval = node.get("approval")
     if approval:
         # The request whole: scrollable and wrapped, nothing of it out of sight.
         out += (
             '<div class="cortex-approval-static" style="margin: 2px 0 4px 1.6em">'
-            f"<small>approval: {esc(_approval_head(approval))}</small>"
+            f"<small>approval: {esc(approval_head(approval))}</small>"
             '<pre style="max-height: 12em; overflow: auto; white-space: pre-wrap; '
             "overflow-wrap: anywhere; margin: 2px 0; padding: 4px 6px; "
             f'background: #f4f4f4; font-size: 12px">{esc(approval["parameters"])}</pre>'
@@ -206,12 +251,59 @@ def _details_html(node: dict[str, Any]) -> str:
     return out
 
 
-def render_html(doc: dict[str, Any]) -> str:
+def _html_line(node: dict[str, Any]) -> str:
+    """A node's line in :func:`render_html` (escaped)."""
+    esc = html.escape
+    icon = STATE_ICONS.get(node["state"], "?")
+    line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
+    if node.get("where"):
+        line += f" <small>{esc(_placement(node).strip())}</small>"
+    if (node.get("approval") or {}).get("decision"):
+        line += f" <b>[{esc(node['approval']['decision'])}]</b>"
+    if node.get("audit") == "blocked":
+        line += " <b>[blocked]</b>"
+    if node.get("deps"):
+        line += f" <small>after {esc(', '.join(node['deps']))}</small>"
+    if node.get("t0") is not None and node.get("t1") is not None:
+        line += f" <small>{node['t1'] - node['t0']:.2f}s</small>"
+    detail = node.get("error") or node.get("preview")
+    if detail:
+        line += f' <span style="color: #555">{esc(clip(str(detail), 200))}</span>'
+    return line
+
+
+def _figure_img(png: bytes, alt: str) -> str:
+    """An ``<img>`` of a PNG the kernel drew, inline as a ``data:`` URL."""
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" '
+        'style="max-width: 100%">'
+    )
+
+
+def render_html(doc: dict[str, Any], figures: Mapping[str, Sequence[bytes]] | None = None) -> str:
     """Self-contained HTML (inline styles only, which sanitizers keep).
 
     Every text field is escaped and the whole goes through nh3
     (:func:`.safe_markup.sanitize_view_html`): a trusted output runs no script.
+
+    ``figures``: the PNGs the kernel drew for each node (:attr:`.RunState.figures`),
+    shown as ``data:image/png`` images under their action. They are the only
+    images: the sanitizer keeps none, and they are put in after it, each
+    where a placeholder with a random nonce of this rendering stands, so
+    nothing the model wrote can place or forge one.
     """
+    nonce = secrets.token_hex(16)
+    images: dict[str, str] = {}
+
+    def placeholders(node: dict[str, Any]) -> list[str]:
+        keys = []
+        for png in (figures or {}).get(node["id"], ()):
+            key = f"cortex-figure-{nonce}-{len(images)}"
+            images[key] = _figure_img(png, f"figure drawn by {node['id']}")
+            keys.append(key)
+        return keys
+
     esc = html.escape
     footer = doc["footer"]
     # tex2jax_ignore / mathjax_ignore and every "$" in its own element:
@@ -236,27 +328,13 @@ def render_html(doc: dict[str, Any]) -> str:
             return
         out.append('<ul style="list-style: none; padding-left: 1.2em; margin: 2px 0">')
         for node in children:
-            icon = STATE_ICONS.get(node["state"], "?")
-            line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
-            if node.get("where"):
-                line += f" <small>{esc(_placement(node).strip())}</small>"
-            if (node.get("approval") or {}).get("decision"):
-                line += f" <b>[{esc(node['approval']['decision'])}]</b>"
-            if node.get("audit") == "blocked":
-                line += " <b>[blocked]</b>"
-            if node.get("deps"):
-                line += f" <small>after {esc(', '.join(node['deps']))}</small>"
-            if node.get("t0") is not None and node.get("t1") is not None:
-                line += f" <small>{node['t1'] - node['t0']:.2f}s</small>"
-            detail = node.get("error") or node.get("preview")
-            if detail:
-                line += f' <span style="color: #555">{esc(clip(str(detail), 200))}</span>'
-            out.append(f"<li>{line}{_details_html(node)}")
+            out.append(f"<li>{_html_line(node)}{_details_html(node, placeholders(node))}")
             walk(node["id"])
             out.append("</li>")
         out.append("</ul>")
 
     walk(None)
+    out.append(timeline_html(doc))  # "" before the first turn
     for response in doc["responses"]:
         if not response["final"] and response["text"].strip():
             out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
@@ -265,6 +343,8 @@ def render_html(doc: dict[str, Any]) -> str:
     if doc.get("dashboard") and safe_url(doc["dashboard"]):
         link = esc(doc["dashboard"], quote=True)
         out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
+    if doc["status"] == "running" and doc.get("waiting"):
+        out.append(f'<div style="color: #777"><i>{esc(waiting_text(doc["waiting"]))}</i></div>')
     cost = footer["cost"]
     # An unknown cost (a local or replay model) is left out, as the live view does.
     cost_text = "" if cost is None else f" · ${cost:.4f}"
@@ -274,4 +354,7 @@ def render_html(doc: dict[str, Any]) -> str:
     )
     out.append("</div>")
     # Every field above is escaped; the sanitizer is the second line of defence.
-    return sanitize_view_html("".join(out).replace("$", DOLLAR_HTML))
+    markup = sanitize_view_html("".join(out).replace("$", DOLLAR_HTML))
+    for key, image in images.items():
+        markup = markup.replace(key, image, 1)
+    return markup

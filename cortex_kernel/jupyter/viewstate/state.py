@@ -18,7 +18,9 @@ Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
                                          (answer only when it differs from the final
                                          response's text, e.g. with $vars filled in or
                                          figures marked unverified), grounding (the
-                                         note under the answer, "" when none)
+                                         note under the answer, "" when none), waiting
+                                         ({"turn", "since", "prompt_tokens"} from a turn's
+                                         start to its first streamed text, else None)
     ["th", index, text, done]            append to thought ``index``; ``done`` flag
     ["tx", text]                         append outside text
     ["rs", index, text, final, done]     append to response ``index``
@@ -26,16 +28,23 @@ Op shapes (lists, to stay small on the wire; ``widgets/view.js`` applies them)::
     ["w", text]                          a warning
     ["v", name, {"type", "preview"}]     a variable got a value
     ["f", {"turns", "tokens", "cost", "seconds"}]
+    ["tl", section, index, value]        set doc["timeline"][section][index] (.timeline)
 
 A node's fields: ``id type name mode deps parent state t0 t1 preview
 error``, and when they apply ``key attempt subrun where backend moved_from
-placement dashboard traceback approval log`` (a tool's stderr, its tail)
+placement dashboard traceback approval log`` (a tool's stderr, its tail),
+``args`` (what the action was given: :func:`arguments_text`), ``code`` and
+``changes`` and ``figures`` (a count) of a run in the notebook's namespace,
 and ``audit`` (``ok``, ``error`` or ``blocked``: how an internal action or a
 context feed declaration went).
+
+The figures themselves (PNG) are kept in :attr:`RunState.figures`, out of
+the document: the static view draws them, the live widget is not sent them.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import typing
 from collections.abc import Callable
@@ -45,13 +54,20 @@ from ...protocol import parser_events as parser
 from ...runtime import run_events as runtime
 from ...runtime.grounding import marked_answer
 from .text import clip, visible_text
+from .timeline import Timeline
 
-__all__ = ["HANDLERS", "IGNORED", "RunState", "event_data", "event_type"]
+__all__ = ["HANDLERS", "IGNORED", "RunState", "arguments_text", "event_data", "event_type"]
 
 Op = list[Any]
 
 _TRACEBACK_CHARS = 6000
 _LOG_CHARS = 4000  # the tail of a tool's stderr a node keeps
+_ARGS_CHARS = 4000  # the arguments a node keeps (an approval box shows its request whole)
+_PNG = b"\x89PNG\r\n\x1a\n"
+# Body fields that say how an action runs, not what it is given (the label shows the name).
+_CONTROL_FIELDS = frozenset(
+    {"name", "id", "mode", "output_key", "depends_on", "timeout", "retries", "type"}
+)
 
 
 def event_data(event: Any) -> dict[str, Any]:
@@ -64,6 +80,42 @@ def event_type(cls: type) -> str:
     """The ``type`` an event class's instances carry (its ``Literal`` annotation)."""
     (value,) = typing.get_args(typing.get_type_hints(cls)["type"])
     return str(value)
+
+
+def arguments_text(body: dict[str, Any]) -> str:
+    """What an action was given, one field a line, for the views' collapsed *arguments*.
+
+    A tool's, workflow's or internal action's ``parameters``, a relic's
+    ``operation`` and parameters, an ``llm`` action's ``prompt`` (and
+    ``system``, ``model``), a sub-agent's ``message``: ``key: value``, a
+    string as it is (several lines indented under its key), anything else as
+    JSON. Invisible and misleading characters are made visible
+    (:func:`~.text.visible_text`); long arguments are clipped.
+
+    Examples
+    --------
+    >>> print(arguments_text({"name": "add", "parameters": {"a": 1, "note": "x\ny"}}))
+    a: 1
+    note:
+      x
+      y
+    """
+    fields = {k: v for k, v in body.items() if k not in _CONTROL_FIELDS and k != "parameters"}
+    parameters = body.get("parameters")
+    if isinstance(parameters, dict):
+        fields.update(parameters)
+    elif parameters is not None:
+        fields["parameters"] = parameters
+    lines: list[str] = []
+    for key, value in fields.items():
+        if isinstance(value, str) and "\n" in value:
+            lines.append(f"{key}:")
+            lines.extend(f"  {line}" for line in value.split("\n"))
+        elif isinstance(value, str):
+            lines.append(f"{key}: {value}")
+        else:
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False, default=str)}")
+    return clip(visible_text("\n".join(lines)), _ARGS_CHARS)
 
 
 # How an approval box names the actions a request runs under.
@@ -98,9 +150,14 @@ class RunState:
             "warnings": [],
             "variables": {},
             "footer": {"turns": 0, "tokens": 0, "cost": None, "seconds": 0.0},
+            "waiting": None,
         }
+        # node id -> the PNGs the kernel drew for it (never anything the model wrote).
+        self.figures: dict[str, list[bytes]] = {}
         self.seq = 0
         self._pending: dict[tuple[Any, ...], Op] = {}
+        # doc["timeline"]: when the model wrote and each action ran (its ops: "tl").
+        self.timeline = Timeline(self.doc, self._pending)
         self._event_parent: str | None = None  # the parent of the event being applied
         self._warning_count = 0
         self._tokens_done = 0  # tokens of finished turns
@@ -200,6 +257,11 @@ class RunState:
         """
         data: dict[str, Any] = event if isinstance(event, dict) else event_data(event)
         kind = data.get("type", "")
+        if kind == "action_changes" and not isinstance(event, dict):
+            # The figures travel on the in-process event only (no transcript keeps them).
+            pngs = [png for png in getattr(event, "pngs", ()) if png.startswith(_PNG)]
+            if pngs:
+                self.figures.setdefault(data["id"], []).extend(pngs)
         self._event_parent = data.get("parent")
         if data.get("parent") and kind.startswith("action_"):
             self._adopt_parent(data["parent"], data)
@@ -209,6 +271,7 @@ class RunState:
         handler = HANDLERS.get(kind)
         if handler is not None:
             handler(self, data)
+        self.timeline.apply(data)
 
     def _adopt_parent(self, parent: str, e: dict[str, Any]) -> None:
         # Actions run for something that is no action of this run (a context
@@ -246,6 +309,7 @@ class RunState:
     def _on_run_finished(self, e: dict[str, Any]) -> None:
         if self._nested(e):  # a sub-agent's run ended, not this one
             return
+        self._stream_began(e)
         usage = e.get("usage") or {}
         self._footer(
             turns=usage.get("turns", self.doc["footer"]["turns"]),
@@ -267,10 +331,20 @@ class RunState:
     def _on_turn_started(self, e: dict[str, Any]) -> None:
         if not self._nested(e):
             self._footer(turns=max(self.doc["footer"]["turns"], int(e["turn"])))
+            # Until the first token: the model is reading the prompt (a minute on a CPU).
+            waiting = {"turn": e["turn"], "since": e.get("t") or 0.0}
+            waiting["prompt_tokens"] = e.get("prompt_tokens")
+            self._op_run(waiting=waiting)
+
+    def _stream_began(self, e: dict[str, Any]) -> None:
+        # The first text of a turn (thought, response, outside text, an action's tag).
+        if self.doc["waiting"] is not None and not self._nested(e):
+            self._op_run(waiting=None)
 
     def _on_turn_ended(self, e: dict[str, Any]) -> None:
         if self._nested(e):
             return
+        self._stream_began(e)
         # A sync action can end the turn inside an unclosed thought: it is over.
         self._close_thoughts()
         usage = e.get("usage") or {}
@@ -301,6 +375,7 @@ class RunState:
     def _on_thought_start(self, e: dict[str, Any]) -> None:
         if self._nested(e):
             return
+        self._stream_began(e)
         self.doc["thoughts"].append({"text": "", "done": False})
         i = len(self.doc["thoughts"]) - 1
         self._op_append(("th", i), ["th", i, "", False], "")
@@ -308,6 +383,7 @@ class RunState:
     def _on_thought_delta(self, e: dict[str, Any]) -> None:
         if self._nested(e):
             return
+        self._stream_began(e)
         if not self.doc["thoughts"]:
             self._on_thought_start(e)
         i = len(self.doc["thoughts"]) - 1
@@ -336,6 +412,7 @@ class RunState:
     def _on_text(self, e: dict[str, Any]) -> None:
         if self._nested(e) or not e["text"]:
             return
+        self._stream_began(e)
         self._streamed(e["text"])
         self.doc["text"] += e["text"]
         self._op_append(("tx",), ["tx", e["text"]], e["text"])
@@ -343,6 +420,7 @@ class RunState:
     def _on_response_start(self, e: dict[str, Any]) -> None:
         if self._nested(e):
             return
+        self._stream_began(e)
         final = bool(e.get("final", True))
         self.doc["responses"].append({"text": "", "final": final, "done": False})
         i = len(self.doc["responses"]) - 1
@@ -351,6 +429,7 @@ class RunState:
     def _on_response_delta(self, e: dict[str, Any]) -> None:
         if self._nested(e):
             return
+        self._stream_began(e)
         if not self.doc["responses"]:
             self._on_response_start({"final": True})
         self._streamed(e["text"])
@@ -369,6 +448,7 @@ class RunState:
         self._op_append(("rs", i), ["rs", i, "", r["final"], True], "")
 
     def _on_action_open(self, e: dict[str, Any]) -> None:
+        self._stream_began(e)
         thoughts = self.doc["thoughts"]
         if not self._nested(e) and thoughts and not thoughts[-1]["done"]:
             self._after_action = True
@@ -395,6 +475,9 @@ class RunState:
         if action.get("output_key"):
             fields["key"] = action["output_key"]
         node = self.doc["nodes"].get(action["id"])
+        args = arguments_text(body)
+        if args and (node is None or node.get("args") != args):  # queued repeats the parse
+            fields["args"] = args
         if node is None or node["state"] == "parsing":
             fields["state"] = "queued"
         self._op_node(action["id"], **fields)
@@ -533,7 +616,10 @@ class RunState:
         # The agent's code in the notebook's namespace: the code whole (the
         # views collapse it) and what it changed, marked when in place.
         changed = ("⚠ " if e.get("in_place") else "") + str(e.get("summary", ""))
-        self._op_node(e["id"], code=str(e.get("code", "")), changes=changed)
+        fields: dict[str, Any] = {"code": str(e.get("code", "")), "changes": changed}
+        if e.get("figures"):
+            fields["figures"] = int(e["figures"])
+        self._op_node(e["id"], **fields)
 
     @staticmethod
     def _feed_node(feed_id: str, parent: str | None) -> str:

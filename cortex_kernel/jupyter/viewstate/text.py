@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 __all__ = [
     "DOLLAR_HTML",
@@ -20,6 +21,7 @@ __all__ = [
     "escape_math",
     "plural",
     "visible_text",
+    "waiting_text",
 ]
 
 #: How long a preview, an error or a label may be in a view.
@@ -29,6 +31,16 @@ PREVIEW_CHARS = 300
 def plural(count: int, noun: str) -> str:
     """``1 turn``, ``2 turns``: as the live view writes counts."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def waiting_text(waiting: dict[str, Any]) -> str:
+    """``waiting for the model's first token — 1,400 prompt tokens`` (the count when known).
+
+    ``waiting`` is the document's ``waiting`` field (:class:`~.state.RunState`).
+    """
+    count = waiting.get("prompt_tokens")
+    tokens = f" — {count:,} prompt tokens" if isinstance(count, int) and count > 0 else ""
+    return f"waiting for the model's first token{tokens}"
 
 
 def clip(text: str, limit: int = PREVIEW_CHARS) -> str:
