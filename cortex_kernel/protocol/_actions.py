@@ -339,13 +339,6 @@ def build_action(
 
 def strict_object(raw_body: str) -> dict[str, Any] | None:
     """``raw_body`` as a JSON object when it is strict JSON with nothing to repair."""
-    # Possibly too deep: build_action measures and reports it. (Deeper than
-    # MAX_BODY_DEPTH takes that many brackets open and closed: a short body
-    # cannot be, and counting costs more than the rest of a small body.)
-    if len(raw_body) > 2 * MAX_BODY_DEPTH and (
-        raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH
-    ):
-        return None
     try:
         try:
             body, end = _scan_json(raw_body, 0)
@@ -357,9 +350,43 @@ def strict_object(raw_body: str) -> dict[str, Any] | None:
         return None
     if end != len(raw_body) and _json_space(raw_body, end).end() != len(raw_body):  # type: ignore[union-attr]
         return None
+    # Possibly too deep: build_action measures and reports it. Deeper than
+    # MAX_BODY_DEPTH takes that many brackets open and closed, so a short
+    # body cannot be; nor can a body whose containers hold no containers
+    # (a tool's name and flat parameters: asked first, as counting brackets
+    # costs more than decoding a long body of non-ASCII text).
+    if (
+        len(raw_body) > 2 * MAX_BODY_DEPTH
+        and not _flat(body)
+        and raw_body.count("[") + raw_body.count("{") > MAX_BODY_DEPTH
+    ):
+        return None
     if "\\" in raw_body and surrogate_escape(raw_body) is not None and holds_lone_surrogate(body):
         return None  # build_action replaces it
     return body
+
+
+def _flat(body: dict[str, Any]) -> bool:
+    """Whether ``body`` nests two levels at most: no container in a container of it.
+
+    ``False`` as well, without looking, for a body or a container of it with
+    more than 16 items, whose loop here would cost more than counting brackets.
+    """
+    if len(body) > 16:
+        return False
+    for value in body.values():
+        kind = type(value)
+        if kind is dict:
+            value = value.values()
+        elif kind is not list:
+            continue
+        if len(value) > 16:
+            return False
+        for item in value:
+            kind = type(item)
+            if kind is dict or kind is list:
+                return False
+    return True
 
 
 def fast_action(

@@ -17,11 +17,11 @@ from ._scanner import BodyScanner, json_run
 from ._states import State
 from .parser_events import ActionErrorEvent
 
-__all__ = ["OpenBody"]
+__all__ = ["UNSCANNED_BODY_MAX", "OpenBody"]
 
 # Beyond this many characters a body is handed to the scanner even without
 # a `</`, so the buffer (copied when a chunk is added) stays short.
-_UNSCANNED_BODY_MAX: Final = 4096
+UNSCANNED_BODY_MAX: Final = 4096
 
 
 class OpenBody:
@@ -88,9 +88,12 @@ class OpenBody:
         """
         scanner = self.scanner
         if scanner is None:
-            lt = buf.find("</", i + self.checked)
+            # The first `</`: a `<` (found faster than a `</`), else past it.
+            lt = buf.find("<", i + self.checked)
+            if lt >= 0 and buf[lt + 1 : lt + 2] != "/":
+                lt = buf.find("</", lt + 1)
             if lt < 0:
-                if len(buf) - i <= _UNSCANNED_BODY_MAX:
+                if len(buf) - i <= UNSCANNED_BODY_MAX:
                     checked = len(buf) - i - 1
                     self.checked = checked if checked > 0 else 0
                     return i, i, None

@@ -56,6 +56,9 @@ class State:
     open_by_initial
         An opening tag's name and handler by its first letter (the letters
         no two of them share).
+    bare_tags
+        The tags as models write them when they carry no attribute
+        (``</thought>``, ``<thought>``), whole, to their handler and text.
     opens, closes
         The opening and closing tag names the state recognises.
     tag_re, dispatch
@@ -72,6 +75,7 @@ class State:
     """
 
     __slots__ = (
+        "bare_tags",
         "close_handler",
         "close_handlers",
         "close_name",
@@ -96,6 +100,7 @@ class State:
         self.open_handlers: dict[str, Handler] = {}
         self.close_handlers: dict[str, Handler] = {}
         self.open_by_initial: dict[str, tuple[str, Handler]] = {}
+        self.bare_tags: dict[str, tuple[Handler, str]] = {}
         self.opens: frozenset[str] = frozenset()
         self.closes: frozenset[str] = frozenset()
         self.tag_re = re.compile("(?!)")
@@ -117,6 +122,7 @@ class State:
         self.open_by_initial = {
             tag[0]: (tag, h) for tag, h in self.open_handlers.items() if initials.count(tag[0]) == 1
         }
+        self.bare_tags = {f"<{tag}>": (h, "") for tag, h in handlers.items()}
         self.opens = frozenset(tag for tag in handlers if not tag.startswith("/"))
         self.closes = frozenset(tag[1:] for tag in handlers if tag.startswith("/"))
         if self.text_cls is None:

@@ -40,14 +40,20 @@ done):
 - a chunk of plain text in a text state with nothing held is one ``in``
   test and one event (a slotted dataclass, see :mod:`.parser_events`):
   the text hot path, the only code inlined in ``feed``;
-- a chunk that cannot decide anything — part of a body with no ``>``, part
-  of a held opening tag with neither ``<`` nor ``>``, a held ``<`` + part of
-  a tag name that is still one (``State.prefixes``, ``State.held_open_re``:
-  what :func:`~._scanner.could_become_tag` would hold, decided by a set
-  lookup or one regex) — is only appended to the held input; a chunk of text
-  with one ``<`` and no ``>`` after it is split there in ``feed`` itself;
+- a chunk that cannot decide anything — part of a body with no ``>``, or
+  with a ``>`` but no ``<`` while the body holds no ``</`` (code's
+  ``x > 0``), part of a held opening tag with neither ``<`` nor ``>``, a
+  held ``<`` + part of a tag name that is still one (``State.prefixes``,
+  ``State.held_open_re``: what :func:`~._scanner.could_become_tag` would
+  hold, decided by a set lookup or one regex) — is only appended to the
+  held input; a chunk of text with one ``<`` and no ``>`` after it is split
+  there in ``feed`` itself;
 - everything else is one pass with a cursor over the buffer
-  (:meth:`Parser._run`), which hands each tag to its handler;
+  (:meth:`Parser._run`), which hands each tag to its handler; a tag without
+  attributes as models write it (``</thought>``) is found by one lookup of
+  its text (``State.bare_tags``), any other plain tag by :func:`_tag_at`
+  (``str.find`` and slices: on text that is not ASCII they cost a fraction
+  of the regex, which is left for the rest);
 - a body is not scanned while it holds no ``</``: it stays one string in the
   buffer, and when its first ``</`` is the usual closing tag with strict
   JSON before it (an action's body, decoded there once by the C scanner of
@@ -98,7 +104,7 @@ from typing import Any, Final
 
 from ._actions import build_action, build_feed, fast_action, strict_object
 from ._attributes import read_attributes
-from ._body import OpenBody
+from ._body import UNSCANNED_BODY_MAX, OpenBody
 from ._scanner import MAX_ATTRS, could_become_tag
 from ._states import Handler, State, TextEvent, learn
 from .models import IdAllocator
@@ -130,6 +136,7 @@ _OPEN_TAG_PREFIX_RE: Final = re.compile(r"<[A-Za-z_]+[\s/]")
 _FALSE_WORDS: Final = frozenset(("false", "no", "0", "off"))
 _TRUE_WORDS: Final = frozenset(("true", "yes", "1", "on", ""))
 _NO_ATTRIBUTES: Final[tuple[dict[str, str], bool, str]] = ({}, False, "")
+_BARE_TAG_MAX: Final = len("</context_feed>")  # the longest key of State.bare_tags
 
 
 def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | None:
@@ -241,7 +248,7 @@ class Parser:
 
     # The text hot path and the checks of held input are inlined on purpose:
     # one method call more per chunk costs ~5% at chunks of 4 (bench parser).
-    def feed(self, text: str) -> list[ParserEvent]:  # noqa: C901, PLR0912
+    def feed(self, text: str) -> list[ParserEvent]:  # noqa: C901, PLR0911, PLR0912
         """Take the next chunk of the stream.
 
         Parameters
@@ -270,10 +277,29 @@ class Parser:
                 # tag: keep the others unscanned until one arrives (or the end).
                 self._pending.append(text)
                 return []
+            if "<" not in text and text[0] != "/" and self._body.scanner is None:
+                # A `>` (code's `x > 0`) but no `</` can have come: the body
+                # so far holds none (OpenBody.end checked it up to its last
+                # character, and it is not a `<` followed by this `/`). Keep it
+                # unscanned too, while the body is short enough to copy.
+                pending = self._pending
+                held = "".join(pending) if pending else ""
+                if (
+                    "<" not in held
+                    and len(self._buf) + len(held) + len(text) <= UNSCANNED_BODY_MAX
+                    and not (held[:1] == "/" and self._buf.endswith("<"))
+                ):
+                    if held:
+                        pending[:] = (held, text)
+                    else:
+                        pending.append(text)
+                    return []
         elif not self._buf:
-            # One `<`, no `>` after it: text, then perhaps the start of a tag.
-            lt = text.rfind("<")
-            if text.find("<") == lt and text.find(">", lt) < 0:
+            # The first `<` and the `>` after it: where _run starts.
+            lt = text.find("<")
+            gt = text.find(">", lt) if lt >= 0 else -1
+            if gt < 0 and text.rfind("<") == lt:
+                # One `<`, no `>` after it: text, then perhaps the start of a tag.
                 tail = text[lt:]
                 if tail.isascii() and tail.lower() in state.prefixes:
                     held_open_tag = False
@@ -290,6 +316,11 @@ class Parser:
                     if not lt:
                         return []
                     return [state.text_cls((start, start + lt), text[:lt])]
+            self._held_open_tag = False
+            self._buf = text  # nothing held, nothing pending
+            events: list[ParserEvent] = []
+            self._run(events, False, lt, gt)
+            return events
         elif not self._held_open_tag:
             # self._buf is a held `<` + part of a name: still one?
             if "<" not in text and ">" not in text:
@@ -319,7 +350,7 @@ class Parser:
             self._pending = []
             self._pending_size = 0
         self._buf += text
-        events: list[ParserEvent] = []
+        events = []
         self._run(events, False)
         return events
 
@@ -364,13 +395,15 @@ class Parser:
         self._buf = buf
         self._hot = None if buf else state.text_cls
 
-    def _run(self, events: list[ParserEvent], final: bool) -> None:
+    def _run(self, events: list[ParserEvent], final: bool, lt: int = -2, gt: int = -2) -> None:
         """Account for as much of ``self._buf`` as can be decided now.
 
         One loop over the buffer with a cursor ``i`` (``buf[:i]`` is
         accounted for), so that a chunk holding many tags is not sliced once
         per tag; the buffer is cut once, at the end. Text is emitted here;
-        each tag goes to its handler in the transition table.
+        each tag goes to its handler in the transition table. ``lt`` and
+        ``gt``, when the caller has found them, are the buffer's first ``<``
+        and the first ``>`` after it (in a text state).
         """
         buf = self._buf
         base = self._base
@@ -380,18 +413,22 @@ class Parser:
         while i < n:
             text_cls = state.text_cls
             if text_cls is None:  # in a body
-                lt, end, body = self._body.end(state, buf, i, final)
+                close_at, end, body = self._body.end(state, buf, i, final)
                 i = end
                 if body is None:
                     break
                 self._state = state
-                state = state.close_handler(self, events, (base + lt, base + end), body)  # type: ignore[misc]  # a body state
+                state = state.close_handler(self, events, (base + close_at, base + end), body)  # type: ignore[misc]  # a body state
                 continue
-            lt = buf.find("<", i)
+            if lt == -2:
+                lt = buf.find("<", i)
+                gt = buf.find(">", lt) if lt >= 0 else -1
             # The next tag: no `>` after the `<`, none; the plain case read by
-            # _tag_at; anything else found by the state's regex.
-            gt = buf.find(">", lt) if lt >= 0 else -1
-            tag = None if gt < 0 else _tag_at(state, buf, lt, gt)
+            # bare_tags or _tag_at; anything else found by the state's regex.
+            if gt < 0:
+                tag = None
+            elif gt - lt > _BARE_TAG_MAX or (tag := state.bare_tags.get(buf[lt : gt + 1])) is None:
+                tag = _tag_at(state, buf, lt, gt)
             if tag is not None:
                 stop, after = lt, gt + 1
             elif gt >= 0 and (whole := state.tag_re.search(buf, lt)) is not None:
@@ -410,6 +447,7 @@ class Parser:
                 i = stop
                 break
             i = after
+            lt = -2
             self._state = state
             state = tag[0](self, events, (base + stop, base + i), tag[1])
         # _settle, inlined (once per chunk).

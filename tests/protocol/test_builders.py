@@ -11,6 +11,7 @@ warning, and its id claimed the same way.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -107,3 +108,29 @@ def test_escaped_bodies_take_the_fast_builder_unless_a_surrogate_is_lone(
     parsed = [e.action for e in parser.feed(text) if e.type == "action_parsed"]
     texts = [action.parameters.get("text") for action in parsed]
     assert texts == [None, "café \t tab", "😀", "\ufffd alone"]
+
+
+@pytest.mark.parametrize(("lists", "ok"), [(98, True), (99, False)])
+@pytest.mark.parametrize("padding", ["", "é" * 300])
+def test_a_body_nested_past_the_limit_is_an_error(lists: int, ok: bool, padding: str) -> None:
+    # The body, its parameters, then the lists: 100 levels deep is the limit
+    # (MAX_BODY_DEPTH), whether the body is short or long, ASCII or not.
+    assert _actions.MAX_BODY_DEPTH == 100
+    nested = "[" * lists + "]" * lists
+    body = f'{{"name": "t", "parameters": {{"pad": "{padding}", "x": {nested}}}}}'
+    events = Parser().feed(f'<action type="tool">{body}</action>')
+    assert [e.type for e in events] == ["action_open", "action_parsed" if ok else "action_error"]
+    if not ok:
+        assert "nested more than 100 levels deep" in events[1].message  # type: ignore[union-attr]
+
+
+def test_long_flat_bodies_are_actions() -> None:
+    # Many items, two levels: not too deep, however the check gets there.
+    bodies = [
+        {"name": "t", "parameters": {"values": list(range(500))}},
+        {"name": "t", "parameters": {f"k{i}": "é" * 20 for i in range(40)}},
+        {"name": "t", "parameters": {"rows": [[i, i + 1] for i in range(60)]}},
+    ]
+    text = "".join(f'<action type="tool">{json.dumps(b)}</action>' for b in bodies)
+    parsed = [e for e in Parser().feed(text) if e.type == "action_parsed"]
+    assert [e.action.body for e in parsed] == bodies  # type: ignore[union-attr]

@@ -1,9 +1,11 @@
-"""The plain-case tag reader agrees with each state's tag regex.
+"""The plain-case tag readers agree with each state's tag regex.
 
-:func:`~cortex_kernel.protocol.parser._tag_at` reads the common tag at a
-``<`` without the regex (two finds, a split, a lookup) and defers
-everything else to ``state.tag_re``; whenever it answers, the regex must
-match at the same ``<`` with the same end, handler and text.
+The parser reads the common tag at a ``<`` without the regex: a tag with
+no attribute whole, by one lookup in ``state.bare_tags``, any other by
+:func:`~cortex_kernel.protocol.parser._tag_at` (two finds, a split, a
+lookup), and defers everything else to ``state.tag_re``; whenever either
+answers, the regex must match at the same ``<`` with the same end, handler
+and text.
 """
 
 from __future__ import annotations
@@ -37,8 +39,12 @@ def test_the_plain_case_reads_as_the_regex(buf: str) -> None:
             gt = buf.find(">", lt)
             if gt < 0:
                 break
-            tag = parser_module._tag_at(state, buf, lt, gt)
-            if tag is not None:
+            for tag in (
+                state.bare_tags.get(buf[lt : gt + 1]),
+                parser_module._tag_at(state, buf, lt, gt),
+            ):
+                if tag is None:
+                    continue
                 match = state.tag_re.match(buf, lt)
                 assert match is not None, (state, buf[lt:])
                 assert match.end() == gt + 1
@@ -60,3 +66,7 @@ def test_the_plain_case_answers_for_the_common_tags() -> None:
     )
     buf = "<reſponse>"  # folded by re.IGNORECASE only: left to the regex
     assert parser_module._tag_at(outside, buf, 0, len(buf) - 1) is None
+    assert outside.bare_tags.get(buf) is None
+    assert thought.bare_tags["</thought>"] == (thought.close_handlers["thought"], "")
+    assert outside.bare_tags["<thought>"] == (outside.open_handlers["thought"], "")
+    assert "</Thought>" not in thought.bare_tags  # another case: _tag_at reads it
