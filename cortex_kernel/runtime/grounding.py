@@ -62,8 +62,31 @@ evidence is added, up to :data:`MAX_OPERANDS`; sums across values are
 taken from the first :data:`SUBSET_VALUES` values, their first three
 operands each, up to :data:`MAX_SUMS` sums. Add the run's own results first.
 
+Figures of the answer itself that were found are operands too: the sum,
+difference, product, ratio and relative change of two of them (``North 55,
+South 50, 105 together``; percentages are no operands), and, when the answer
+says ``double``, ``twice``, ``triple``, ``half``…, that multiple of one of them
+or of any value (``twice North's 55 is 110``).
+
 The derivations still make the check permissive: a false "unverified" on a
 correct answer would cost the reader's trust in the mark.
+
+Counts
+------
+A small whole number is nearly always *some* cell, length or difference, so
+an invented count of what the data labels would pass. A count up to
+:data:`COUNTS_UP_TO` of a noun that names a label column or an index the
+run saw (``region``: a DataFrame's or a list of records' text column, a
+Series' or grouped result's index, a printed pandas repr's index name; plurals
+compared by stem) is checked as a count when the answer says how many
+there are (``there are 3 regions``, ``the data has 3 regions``, ``all 3
+regions``, ``3 distinct regions``, ``3 regions in all``): it must be a count
+of that noun the run saw (distinct labels, a repr's rows or its
+``Length``, ``regions: 4`` or ``4 regions`` in a result's text, ``{"regions":
+4}``) or a whole result (``4``, a printed line holding only ``4``). A count
+of how many of them do something (``3 regions sold more than 40``, ``there
+are 3 regions with…``) is checked as any figure: the run may have counted
+without printing it.
 """
 
 from __future__ import annotations
@@ -103,6 +126,8 @@ MAX_TERMS = 5
 MAX_SUMS = 200_000
 #: Collections up to this size also give each number's share of their total.
 SHARES_UP_TO = 100
+#: Counts of things the data names ("4 regions") up to this are checked as counts.
+COUNTS_UP_TO = 100
 
 _CURRENCY = "$€£¥₹"
 _SIGNS = "-−+"
@@ -165,6 +190,46 @@ _LONE_FIGURE = re.compile(
 # Where a mark goes: past letters glued to the figure and a closing delimiter.
 _MARK_AFTER = re.compile(r"[A-Za-z]*(?:(?:\*{1,3}|_{1,3}|`+|~~)(?!\w))?")
 
+# What a count counts: the word after it ("4 regions", "4 distinct regions").
+_COUNT_NOUN = re.compile(r"[ \t]+((?i:distinct|unique|different|separate)[ \t]+)?([A-Za-z]+)")
+# How an answer says how many there are, not how many of them do something
+# ("there are 3 regions", "all 3 regions"; not "3 regions sold more than 40").
+_TOTAL_BEFORE = re.compile(
+    r"(?i)(?:\bthere\s+(?:are|were|is)|\ba\s+total\s+of|\ball|\bacross|\b(?:of|among)\s+the"
+    r"|\b(?:data|dataset|table|frame|dataframe|df|file|sheet|list|it)\s+"
+    r"(?:has|have|had|contains?|covers?|spans?|includes?|lists?|holds?))"
+    r"\s+(?:(?:only|just|exactly)\s+)?$"
+)
+_TOTAL_AFTER = re.compile(r"(?i)[ \t]+(?:in\s+total|in\s+all|altogether|overall)\b")
+# A count narrowed after its noun ("there are 3 regions with more than 40 units"),
+# except to the whole data ("in the data", "in all").
+_NARROWED = re.compile(
+    r"(?i)[ \t]+(?:in|with|that|which|who|where|whose|from|for|above|below|over|under|than"
+    r"|at|on|per|having|sold|had|have|has|exceed\w*|out)\b"
+    r"(?![ \t]+(?:total|all|the\s+(?:data|dataset|table|frame|dataframe|df|file|sheet)\b))"
+)
+# "regions: 4", "n_regions = 4" in a result's text.
+_NAMED_NUMBER = re.compile(r"([A-Za-z][A-Za-z_]*)[ \t]*[:=][ \t]*(\d{1,9})(?![\d.,])")
+# A line holding only an integer: a printed count (`print(df.region.nunique())`).
+_LONE_INTEGER = re.compile(r"^[ \t]*(\d{1,9})[ \t]*$", re.M)
+# A pandas repr (printed Series or grouped frame): its index name alone on a line,
+# then one row per label ending in a value, then a Series' footer.
+_INDEX_NAME = re.compile(r"([A-Za-z_]\w*)[ \t]*")
+_REPR_ROW = re.compile(r"\S.*?\s(?:-?[\d.,]+(?:e[+-]?\d+)?|NaN|<NA>|None|True|False)", re.I)
+_REPR_FOOTER = re.compile(r"(?:Name: .*|dtype: \w+|Length: \d+.*)")
+_REPR_LENGTH = re.compile(r"Length: (\d+)")
+# Words that say what a count is, not what it counts ("n_regions", "region_count").
+_NOT_NOUNS = frozenset(
+    {"n", "nr", "no", "num", "number", "count", "total", "of", "unique", "distinct", "nunique"}
+)
+# Words that multiply a figure of the answer or a value: "twice that", "half of it".
+_FACTORS = [
+    (re.compile(r"(?i)\b(?:doubled?|doubles|twice|two times)\b"), 2.0),
+    (re.compile(r"(?i)\b(?:tripled?|triples|thrice|three times)\b"), 3.0),
+    (re.compile(r"(?i)\b(?:quadrupled?|quadruples|four times)\b"), 4.0),
+    (re.compile(r"(?i)\b(?:half|halved|halves)\b"), 0.5),
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Figure:
@@ -213,7 +278,9 @@ class CheckedFigure:
     how
         ``value``, ``sum of 2``, ``difference``, ``product``, ``ratio``,
         ``relative change``, ``sum of N``, ``mean of N``, ``share of a sum
-        of N`` or ``separate numbers``; ``""`` when unverified.
+        of N``, ``separate numbers``, ``count of <noun>``, one of the
+        pairwise operations ``of the answer's figures`` or ``K times a
+        value``; ``""`` when unverified.
     source
         Where a matching value came from (the ``source`` given to
         :meth:`Evidence.add`), ``""`` for a derivation.
@@ -407,6 +474,57 @@ def _bare_year(token: str) -> bool:
     return token.isdigit() and len(token) == 4 and 1900 <= int(token) <= 2100
 
 
+def _stem(word: str) -> str:
+    """A word in lower case without its plural ending: both sides of a count compare stems."""
+    word = word.lower()
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _nouns(name: Any) -> list[str]:
+    """The stems of the words of a column, index or key name (``n_regions``: ``region``)."""
+    if not isinstance(name, str):
+        return []
+    stems = (_stem(word) for word in re.findall(r"[A-Za-z]+", name[:100]))
+    return [stem for stem in stems if len(stem) > 1 and stem not in _NOT_NOUNS]
+
+
+def _count_candidate(figure: Figure) -> bool:
+    """A plain whole number that may count something: ``4``, not ``4.0``, ``$4``, ``4%``."""
+    return figure.text.isdigit() and figure.value <= COUNTS_UP_TO
+
+
+def _repr_counts(text: str) -> Iterator[tuple[str, int]]:
+    """``(index name, rows)`` of each pandas repr in ``text`` with a named index.
+
+    A printed ``df.groupby("region").units.sum()`` or ``value_counts()``
+    lists one row per region under the index name ``region``: the count of
+    regions the run saw (a repr cut short says its length in its footer).
+    """
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        name = _INDEX_NAME.fullmatch(line)
+        if name is None:
+            continue
+        rows, j = 0, i + 1
+        while j < len(lines) and not _REPR_FOOTER.fullmatch(lines[j]):
+            if _REPR_ROW.fullmatch(lines[j].rstrip()):
+                rows += 1
+            elif lines[j].strip() not in ("..", "..."):  # a cut repr's gap
+                break
+            j += 1
+        footer = lines[j] if j < len(lines) and _REPR_FOOTER.fullmatch(lines[j]) else None
+        header = i > 0 and lines[i - 1][:1] in " \t" and lines[i - 1].strip() != ""
+        if rows and (footer is not None or header):  # a Series, or a frame under its header
+            length = _REPR_LENGTH.search(footer or "")
+            yield name.group(1), int(length.group(1)) if length else rows
+
+
 def _figure(text: str, start: int, end: int, *, claims: bool) -> Figure | list[Figure] | None:
     """The figure a digit token at ``start:end`` is; a list when it is several."""
     token = text[start:end]
@@ -550,6 +668,11 @@ class Evidence:
         self._values: dict[float, str] = {}
         self._operands: list[float] = []
         self._groups: list[list[float]] = []  # each value's operands
+        # Counts by what they count ("region": {4}), and the names a table's labels
+        # give (a label column, an index): a count of those is checked as a count.
+        self._counts: dict[str, set[float]] = {}
+        self._labels: set[str] = set()
+        self._scalars: set[float] = set()  # whole results and printed lone integers
         self._data = False
         self._items = 0
         self._chars = 0
@@ -584,6 +707,9 @@ class Evidence:
         """
         self._data = self._data or data
         self._sorted = self._sums = None
+        number = _number(value)
+        if number is not None:
+            self._scalars.add(abs(number))
         walk = _Walk(self, source)
         walk.run(value)
         raw, totals = list(dict.fromkeys(walk.raw)), list(dict.fromkeys(walk.totals))
@@ -645,6 +771,13 @@ class Evidence:
         if note not in self.notes:
             self.notes.append(note)
 
+    def _count_of(self, name: Any, count: float, *, label: bool = False) -> None:
+        """Keep ``count`` as a count of ``name``'s things; ``label``: a table names them."""
+        for noun in _nouns(name):
+            self._counts.setdefault(noun, set()).add(float(count))
+            if label:
+                self._labels.add(noun)
+
     # Matching.
 
     def _match(self, figure: Figure) -> tuple[str, str] | None:
@@ -664,6 +797,51 @@ class Evidence:
             how = self._subsets(value, tol)
             if how is not None:
                 return how, ""
+        return None
+
+    def _counted(self, answer: str, figure: Figure) -> str | None:
+        """What ``figure`` counts, when it is a count of things the data labels.
+
+        ``4 regions`` when a table's label column or index is ``region``: such a
+        count is found only among the counts of regions the run saw (never as
+        any cell or derivation: a small number is nearly always one of those).
+        """
+        noun = _COUNT_NOUN.match(answer, figure.end) if _count_candidate(figure) else None
+        if noun is None or (stem := _stem(noun.group(2))) not in self._labels:
+            return None
+        if _NARROWED.match(answer, noun.end()):
+            return None  # how many of them do something: checked as any figure
+        total = (
+            noun.group(1)  # "4 distinct regions"
+            or _TOTAL_BEFORE.search(answer, max(0, figure.start - 40), figure.start)
+            or _TOTAL_AFTER.match(answer, noun.end())
+        )
+        return stem if total else None
+
+    def _match_count(self, figure: Figure, noun: str) -> tuple[str, str] | None:
+        if figure.value in self._counts.get(noun, ()):
+            return f"count of {noun}", ""
+        if figure.value in self._scalars:
+            return "value", ""
+        return None
+
+    def _from_answer(self, figure: Figure, cited: list[float], factors: list[float]) -> str | None:
+        """Which operation of the answer's grounded figures (or a factor word) gives ``figure``.
+
+        ``North 55, South 50, 105 in all``: each of 55 and 50 is found, so
+        their sum is computed from the evidence too. ``twice``, ``half``…
+        multiply a figure of the answer or any value of the evidence.
+        """
+        if self._sorted is None:
+            self._sorted = sorted(self._values)
+        readings = [(abs(v), t + 1e-9 * max(1.0, abs(v))) for v, t in figure.readings]
+        for value, tol in readings:
+            how = _pairwise([*cited, *factors], value, tol)
+            if how is not None:
+                return f"{how} of the answer's figures"
+            for k in factors:
+                if _within(self._sorted, (value - tol) / k, (value + tol) / k) is not None:
+                    return f"{k:g} times a value"
         return None
 
     def _subsets(self, t: float, tol: float) -> str | None:
@@ -796,14 +974,27 @@ class _Walk:
                 self.found(number, operand=self.totals if i == 0 else None)
 
     def text(self, text: str) -> None:
-        for figure in _scan(self.evidence._text(text), claims=False):
+        body = self.evidence._text(text)
+        self.counts_in(body)
+        for figure in _scan(body, claims=False):
             if not self.evidence._spend():
                 return
+            if _count_candidate(figure) and (noun := _COUNT_NOUN.match(body, figure.end)):
+                self.evidence._count_of(noun.group(2), figure.value)  # "4 regions"
             for value, _tol in figure.readings:
                 self.found(value, operand=self.raw)
             if figure.splittable:  # "3,5" in a result may be 3.5 or the numbers 3 and 5
                 for piece in _pieces(figure.text, 0, len(figure.text), claims=False):
                     self.found(piece.value, operand=self.raw)
+
+    def counts_in(self, body: str) -> None:
+        """Keep the counts a text states: named, printed alone, or a pandas repr's rows."""
+        evidence = self.evidence
+        for match in _NAMED_NUMBER.finditer(body):
+            evidence._count_of(match.group(1), int(match.group(2)))
+        evidence._scalars.update(float(m.group(1)) for m in _LONE_INTEGER.finditer(body))
+        for name, rows in _repr_counts(body):
+            evidence._count_of(name, rows, label=True)
 
     def children(self, item: Any) -> list[Any]:
         """What to walk inside ``item``, having kept its aggregates."""
@@ -832,6 +1023,10 @@ class _Walk:
         found = [n for n in map(_number, values) if n is not None]
         if len(found) == len(values):  # {"North": 80, "South": 30}, not a record's fields
             self.collection(found)
+        for key, value in list(item.items())[: self.evidence.sample]:
+            number = _number(value)
+            if number is not None and number >= 0 and number.is_integer():
+                self.evidence._count_of(key, number)  # {"regions": 4}
         self.count(len(values))
         pairs = self.cut(list(item.items()), "a mapping")
         return [part for pair in pairs for part in pair]
@@ -849,6 +1044,14 @@ class _Walk:
                         columns.setdefault(key, []).append(number)
             for column in columns.values():
                 self.collection(column)
+            labels: dict[Any, set[str]] = {}
+            for record in records:
+                for key, value in record.items():
+                    if isinstance(value, str):
+                        labels.setdefault(key, set()).add(value)
+            for key, seen in labels.items():
+                if all(isinstance(r.get(key), str) for r in records):  # a label column
+                    self.evidence._count_of(key, len(seen), label=True)
         return self.cut(items, "a collection")
 
     def cells(self, cells: Any, length: int, what: str) -> list[Any]:
@@ -876,6 +1079,9 @@ class _Walk:
 
     def series(self, series: Any) -> list[Any]:
         self.count(len(series))
+        self.index_counts(series.index)
+        if series.dtype.kind in "OSU":
+            self.label_count(series.name, series)
         return [*self.column(series, "a Series"), *self.labels(series.index), series.name]
 
     def column(self, series: Any, what: str) -> list[Any]:
@@ -891,9 +1097,27 @@ class _Walk:
             return []
         return list(index.tolist())
 
+    def label_count(self, name: Any, column: Any) -> None:
+        """Keep how many distinct labels a label column holds, as a count of its name."""
+        try:
+            distinct = int(column.nunique())
+        except Exception:  # unhashable cells: no count, the rest of the walk goes on
+            return
+        self.evidence._count_of(name, distinct, label=True)
+
+    def index_counts(self, index: Any) -> None:
+        """A named index (``groupby("region")``'s): how many distinct labels each level has."""
+        for level, name in enumerate(index.names):
+            if name is not None:
+                self.label_count(name, index.get_level_values(level))
+
     def frame(self, frame: Any) -> list[Any]:
         rows, width = frame.shape
         self.count(rows, width)
+        self.index_counts(frame.index)
+        for name, kind in zip(frame.columns[:100], frame.dtypes.iloc[:100], strict=True):
+            if kind.kind in "OSU":
+                self.label_count(name, frame[name])
         out: list[Any] = [*self.labels(frame.columns), *self.labels(frame.index)]
         for i in range(min(width, self.evidence.sample)):
             out.extend(self.column(frame.iloc[:, i], "a column"))
@@ -948,13 +1172,24 @@ def check(answer: str, evidence: Evidence) -> GroundingReport:
     GroundingReport
         Every figure, grounded or not, and whether any data was looked at.
     """
-    checked: list[CheckedFigure] = []
-    for figure in figures(answer):
+    listed = figures(answer)
+    found_of: list[tuple[str, str] | None] = []
+    counts: list[bool] = []  # a count of labelled things: checked as a count only
+    for figure in listed:
+        noun = evidence._counted(answer, figure)
+        counts.append(noun is not None)
+        if noun is not None:
+            found_of.append(evidence._match_count(figure, noun))
+            continue
         found = evidence._match(figure)
         if found is None and figure.splittable:
             parts = _pieces(answer, figure.start, figure.end, claims=True)
             if parts and all(evidence._match(p) is not None for p in parts):
                 found = ("separate numbers", "")
+        found_of.append(found)
+    _derive_from_answer(answer, listed, found_of, counts, evidence)
+    checked: list[CheckedFigure] = []
+    for figure, found in zip(listed, found_of, strict=True):
         if found is None:
             checked.append(CheckedFigure(figure, grounded=False))
         else:
@@ -966,6 +1201,40 @@ def check(answer: str, evidence: Evidence) -> GroundingReport:
         evidence_capped=evidence.capped,
         notes=tuple(evidence.notes),
     )
+
+
+def _derive_from_answer(
+    answer: str,
+    listed: list[Figure],
+    found_of: list[tuple[str, str] | None],
+    counts: list[bool],
+    evidence: Evidence,
+) -> None:
+    """Ground, in place, figures computed from the answer's grounded figures.
+
+    A few rounds: ``55 + 50 = 105``, then ``55 is 52.4% of 105``. Percentages
+    are no operands (``52.4%`` times anything is rarely meant), and a count of
+    labelled things is never derived.
+    """
+    factors = [k for pattern, k in _FACTORS if pattern.search(answer)]
+    for _ in range(3):
+        cited = sorted(
+            {
+                abs(value)
+                for figure, found in zip(listed, found_of, strict=True)
+                if found is not None and not figure.percent
+                for value, _tol in figure.readings
+            }
+        )
+        grew = False
+        for i, figure in enumerate(listed):
+            if found_of[i] is not None or counts[i]:
+                continue
+            how = evidence._from_answer(figure, cited, factors)
+            if how is not None:
+                found_of[i], grew = (how, ""), True
+        if not grew:
+            return
 
 
 def mark(answer: str, report: GroundingReport, *, marker: str = MARK) -> str:

@@ -106,17 +106,15 @@ def test_unverified_figures_are_counted_per_task_and_in_all(report: dict[str, ob
         "wrong-number": 1,  # "about 300,000" where the tool said 348085
         "tool-not-called": 1,  # 520,774 stated without looking anything up
         "unknown-tool": 0,
-        # A false mark the checker accepts: "double" is a word, and the factor 2
-        # is in no value, so 696,170 is found in no derivation of 348085.
-        "follow-up": 1,
+        "follow-up": 0,  # "double" Lyon's 348085: 696,170 is twice a value
         "tools-only": 0,
     }
     overall = report["overall"]
-    assert isinstance(overall, dict) and overall["unverified"] == 3
+    assert isinstance(overall, dict) and overall["unverified"] == 2
     lines = table(report).splitlines()
     assert lines[0].split()[8] == "unv"
     assert next(line for line in lines if line.startswith("wrong-number")).split()[8] == "1"
-    assert any(line.endswith("unverified figures 3") for line in lines)
+    assert any(line.endswith("unverified figures 2") for line in lines)
 
 
 def test_a_bad_suite_is_one_clear_error(tmp_path: Path) -> None:

@@ -543,3 +543,143 @@ def test_a_fraction_from_the_evidence_as_a_percentage_is_grounded(
     evidence.add({"share": share})
     written = f"{share * 100:.{decimals}f}" + (" percent" if word else "%")
     assert check(f"A share of {written}.", evidence).unverified == (), written
+
+
+# -- counts of what the data labels --------------------------------------------------
+
+# Four regions; a price of 3.0 and six rows, so "3" and "6" are values anyway.
+SALES = {
+    "region": ["North", "South", "East", "West", "North", "South"],
+    "units": [30, 10, 25, 20, 25, 40],
+    "price": [2.5, 3.0, 2.5, 3.5, 4.0, 3.0],
+}
+
+
+def sales_evidence(*values: Any) -> Evidence:
+    evidence = Evidence()
+    evidence.add_message("How many regions are there, and which sold most?")
+    for i, value in enumerate(values, 1):
+        evidence.add(value, source=f"a{i}")
+    return evidence
+
+
+def grouped_text() -> str:
+    """What a printed ``df.groupby("region").units.sum()`` shows the model."""
+    import pandas as pd  # a test dependency: these tests never skip
+
+    return repr(pd.DataFrame(SALES).groupby("region")["units"].sum())
+
+
+def sales_values() -> list[Any]:
+    import pandas as pd  # a test dependency: these tests never skip
+
+    frame = pd.DataFrame(SALES)
+    return [
+        frame,
+        frame.groupby("region")["units"].sum(),
+        grouped_text(),
+        repr(frame.region.value_counts()),
+        [{"region": r, "units": u} for r, u in zip(SALES["region"], SALES["units"], strict=True)],
+    ]
+
+
+@pytest.mark.parametrize("value", sales_values(), ids=["frame", "series", "repr", "counts", "rows"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "There are 3 regions.",
+        "The data has 5 regions.",
+        "North leads all 3 regions.",
+        "Sales came from 6 distinct regions.",
+        "The sales span 2 regions in all.",
+        "There are 3 regions in the data.",
+    ],
+)
+def test_a_wrong_count_of_labelled_things_is_unverified(value: Any, answer: str) -> None:
+    # Every small number is some cell, length or difference: a count of the
+    # regions is checked against the counts of regions only.
+    report = check(answer, sales_evidence(value))
+    assert [f.text for f in report.unverified] == [figures(answer)[0].text]
+
+
+@pytest.mark.parametrize("value", sales_values(), ids=["frame", "series", "repr", "counts", "rows"])
+def test_the_right_count_of_labelled_things_is_grounded_as_a_count(value: Any) -> None:
+    report = check("There are 4 regions; North leads all 4 regions.", sales_evidence(value))
+    assert report.unverified == ()
+    assert [c.how for c in report.figures] == ["count of region", "count of region"]
+
+
+@pytest.mark.parametrize(
+    "stated",
+    ["4", "regions: 4", "n_regions = 4", "Found 4 regions."],
+)
+def test_a_count_a_result_states_grounds_it(stated: str) -> None:
+    # The run printed `df.region.nunique()` (or said it) beside the grouped sums.
+    evidence = sales_evidence(grouped_text().replace("West     20\n", ""), stated)
+    assert unverified("There are 4 regions.", evidence) == []
+    assert unverified("There are 5 regions.", evidence) == ["5"]
+
+
+def test_a_count_stated_as_a_whole_result_or_a_key_grounds_it() -> None:
+    assert unverified("There are 4 regions.", sales_evidence(SALES["region"][:3], 4)) == []
+    assert unverified("There are 4 regions.", sales_evidence({"regions": 4})) == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "3 regions sold more than 20 units.",
+        "There are 3 regions with more than 20 units.",
+        "The data has 3 regions that sold more than 20 units.",
+        "North, one of 3 regions above 20 units, leads.",
+    ],
+)
+def test_how_many_of_them_do_something_is_not_checked_as_a_count(answer: str) -> None:
+    # A count of a filter the run may not have printed; checked as any figure
+    # (3 is a value here), never marked as a wrong count of all regions.
+    report = check(answer, sales_evidence(grouped_text()))
+    assert report.unverified == () and report.figures[0].how != "count of region"
+
+
+def test_a_count_of_what_the_data_does_not_label_is_checked_as_before() -> None:
+    # "orders" names no label column: 6 rows, 3.0 a price; both are values.
+    evidence = sales_evidence(sales_values()[0])
+    assert unverified("There are 6 orders and 3 prices.", evidence) == []
+
+
+def test_a_cut_repr_counts_its_length() -> None:
+    import pandas as pd  # a test dependency: these tests never skip
+
+    cities = pd.Series(range(60), index=pd.Index([f"c{i}" for i in range(60)], name="city"))
+    with pd.option_context("display.max_rows", 10, "display.min_rows", 10):
+        shown = repr(cities)
+    assert "Length: 60" in shown and len(shown.splitlines()) < 20  # cut short
+    assert unverified("There are 60 cities.", sales_evidence(shown)) == []
+    assert unverified("There are 59 cities.", sales_evidence(shown)) == ["59"]  # a value shown
+
+
+# -- arithmetic of the answer's own grounded figures ------------------------------------
+
+
+def test_a_sum_ratio_or_share_of_the_answers_grounded_figures_is_grounded() -> None:
+    # 55 and 50 are the groups' sums (no operands); figures made of them are computed.
+    evidence = sales_evidence(sales_values()[0])
+    answer = (
+        "North sold 55 units and South 50: 105 together, 5 more in the North, "
+        "North 52.4% of the two and 1.1 times South."
+    )
+    report = check(answer, evidence)
+    assert report.unverified == (), report.figures
+    hows = {c.figure.text: c.how for c in report.figures}
+    assert hows["105"] == "sum of 2 of the answer's figures"
+    assert unverified("North sold 55 units and South 50: 110 together.", evidence) == ["110"]
+    assert unverified("North sold 55 units and South 50: 48.4% of it.", evidence) == ["48.4%"]
+
+
+def test_twice_or_half_of_a_value_is_grounded() -> None:
+    evidence = sales_evidence(sales_values()[0])
+    assert unverified("Twice North's sales would be 110.", evidence) == []
+    assert unverified("Half of North's sales is 27.5.", evidence) == []
+    assert unverified("North sold 55; doubled, that is 110.", evidence) == []
+    assert unverified("Twice North's sales would be 120.", evidence) == ["120"]
+    assert unverified("North's sales would be 110.", evidence) == ["110"]  # no "twice": no factor
