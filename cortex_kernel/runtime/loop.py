@@ -486,6 +486,18 @@ class Run:
                 stuck = stuck or self.failures.malformed(error.raw_body, error.message)
         return stuck
 
+    async def _prompt_tokens(self, request: CompletionRequest) -> int | None:
+        """The request's prompt size by the model's own counter, if it has one."""
+        count = getattr(self.model, "count_tokens", None)
+        if count is None:
+            return None
+        try:
+            # Off the event loop: a tokenizer's first load takes a few hundred ms.
+            tokens = await anyio.to_thread.run_sync(lambda: count(messages=request.messages))
+        except Exception:
+            return None
+        return int(tokens) or None
+
     async def _stream_turn(
         self, number: int, opening: list[Message], *, repair: bool = False
     ) -> Turn:
@@ -499,7 +511,18 @@ class Run:
             emit=self.emit,
             clock=self.clock,
         )
-        self.emit(TurnStarted(t=self.clock(), turn=number, repair=repair))
+        started = False
+
+        def start(prompt_tokens: int | None = None) -> None:
+            nonlocal started
+            if not started:
+                started = True
+                self.emit(
+                    TurnStarted(
+                        t=self.clock(), turn=number, repair=repair, prompt_tokens=prompt_tokens
+                    )
+                )
+
         parser = Parser(ids=self.ids)
         # The model's text is scrubbed before the parser sees it, so no event,
         # view update, transcript line or history message carries a secret,
@@ -511,6 +534,9 @@ class Run:
         try:
             await self.feeds.refresh()
             request = self._request(opening)
+            # The views say how long a prompt the model is reading before its
+            # first token (tens of seconds on a CPU).
+            start(await self._prompt_tokens(request))
             async with self.model.stream(request) as completion:
                 # The adapter's notes on this turn (a refused grammar), read at its end.
                 notices = getattr(completion, "warnings", notices)
@@ -536,12 +562,14 @@ class Run:
                 turn.written = completion.written
                 turn.usage = completion.usage
         except anyio.get_cancelled_exc_class():
+            start()
             self.emit(TurnEnded(t=self.clock(), turn=number, reason="cancelled"))
             raise
         except ModelError as exc:
             turn.error = f"model error ({type(exc).__name__}): {exc}"
         except Exception as exc:
             turn.error = f"model error ({type(exc).__name__}): {exc}; the turn was discarded"
+        start()  # a feed refresh that failed still opens the turn it ends
         for notice in notices:
             self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=number, message=notice))
         if turn.error is not None:
