@@ -9,7 +9,10 @@ cell still succeeds: the answer is marked, not failed.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +51,51 @@ def test_an_answer_its_data_backs_has_no_mark(cortex: Kernel, replay_dir: Path) 
         "%%python\nprint(len(_run.grounding.unverified), len(_run.grounding.figures))"
     )
     assert out.strip() == "0 1"
+
+
+SALES = (
+    "%%python\nimport pandas as pd\n"
+    "df = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'North', 'South'],"
+    " 'units': [30, 10, 25, 20, 25, 40]})"
+)
+# The agent looks at the rows, then sums them per region: 3 is a row number
+# it saw, 4 the regions the grouped sums list.
+LOOK = "print(df)\nprint(df.groupby('region')['units'].sum())"
+
+
+def looked_then_answered(tmp_path: Path, answer: str) -> Path:
+    """A replay: one ``python`` action running :data:`LOOK`, then ``answer``."""
+    call = json.dumps({"name": "python", "parameters": {"code": LOOK}})
+    turns = [f'<action type="tool" id="p1">{call}</action>', f"<response>{answer}</response>"]
+    path = tmp_path / "looked.jsonl"
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown", "how"),
+    [
+        (
+            "There are 3 regions; North sold 55 units.",
+            "There are 3 *(unverified)* regions; North sold 55 units.",
+            "",  # a count of regions: not the row number 3 it saw
+        ),
+        (
+            "There are 4 regions; North sold 55 units and South 50, 105 together.",
+            "There are 4 regions; North sold 55 units and South 50, 105 together.",
+            "count of region",
+        ),
+    ],
+)
+def test_a_count_of_regions_is_checked_against_the_groups_the_agent_printed(
+    kernel_factory: Any, cortex_kernelspec: str, tmp_path: Path, answer: str, shown: str, how: str
+) -> None:
+    kernel = kernel_factory(cortex_kernelspec, dict(os.environ))
+    kernel.python(SALES)
+    kernel.python("%approvals bypass")
+    replay = looked_then_answered(tmp_path, answer)
+    result = kernel.run(f"%%agent --model replay:{replay}\nHow many regions, and North's units?")
+    assert result.status == "ok", dump(result)
+    assert result.result_data()["text/plain"].split("\n\n")[0] == shown
+    out = kernel.python("%%python\nprint(_run.grounding.figures[0].how)")
+    assert out.strip() == how
