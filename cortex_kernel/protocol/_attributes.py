@@ -64,10 +64,32 @@ def parse_attributes(text: str) -> TagAttributes:
 
 def read_attributes(text: str) -> tuple[dict[str, str], bool, str]:
     """:func:`parse_attributes` as a plain ``(attrs, self_closing, junk)``: what the
-    parser calls, once per tag (no named tuple to make)."""
-    simple = _read_simple(text)
-    if simple is not None:
-        return simple, False, ""
+    parser calls, once per tag (no named tuple to make).
+
+    The common case, read with one split: ``name="value"`` pairs, each after
+    whitespace, names lower-case ASCII identifiers without duplicates. Cut
+    at the quotes, such a tag alternates name parts (`` name=``) and values,
+    and ends with whitespace at most. A name part is checked once and
+    remembered (a stream repeats a handful of them), so a tag costs a split
+    and a dict lookup per attribute. Anything else is read by
+    :func:`read_lenient` (and cached).
+    """
+    parts = text.split('"')
+    last = len(parts) - 1
+    if not last & 1 and (not parts[last] or parts[last].isspace()):
+        attrs: dict[str, str] = {}
+        names = _NAME_PARTS
+        for i in range(0, last, 2):
+            name = names.get(parts[i])
+            if name is None:
+                name = _name_of_part(parts[i])
+                if name is None:
+                    break
+            if name in attrs:
+                break  # a duplicate: the first wins, as read_lenient reads it
+            attrs[name] = parts[i + 1]
+        else:
+            return attrs, False, ""
     cached = _CACHE.get(text)
     if cached is not None:
         return dict(cached.attrs), cached.self_closing, cached.junk
@@ -76,33 +98,6 @@ def read_attributes(text: str) -> tuple[dict[str, str], bool, str]:
         _CACHE.clear()
     _CACHE[text] = TagAttributes(dict(result.attrs), result.self_closing, result.junk)
     return result.attrs, result.self_closing, result.junk
-
-
-def _read_simple(text: str) -> dict[str, str] | None:
-    """The common case, read with one split: ``name="value"`` pairs, each after
-    whitespace, names lower-case ASCII identifiers without duplicates; else ``None``.
-
-    Cut at the quotes, such a tag alternates name parts (`` name=``) and
-    values, and ends with whitespace at most. A name part is checked once
-    and remembered (a stream repeats a handful of them), so a tag costs a
-    split and a dict lookup per attribute.
-    """
-    parts = text.split('"')
-    last = len(parts) - 1
-    if last & 1 or (parts[last] and not parts[last].isspace()):
-        return None
-    attrs: dict[str, str] = {}
-    names = _NAME_PARTS
-    for i in range(0, last, 2):
-        name = names.get(parts[i])
-        if name is None:
-            name = _name_of_part(parts[i])
-            if name is None:
-                return None
-        if name in attrs:
-            return None  # a duplicate: the first wins, as read_lenient reads it
-        attrs[name] = parts[i + 1]
-    return attrs
 
 
 def _name_of_part(part: str) -> str | None:

@@ -151,10 +151,10 @@ def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | N
     the regex, which runs its case-insensitive alternation and scans the
     attributes.
     """
-    if gt == lt + 1 or gt - lt - 1 > MAX_ATTRS or buf.find("<", lt + 1, gt) >= 0:
+    if gt == lt + 1 or gt - lt - 1 > MAX_ATTRS:
         return None
     if buf[lt + 1] == "/":  # `</name` + whitespace
-        name = buf[lt + 2 : gt].rstrip()
+        name = buf[lt + 2 : gt].rstrip()  # with a `<` inside, no handler's
         # The name as models write it, else any other case.
         handler = state.close_handlers.get(name)
         if handler is None:
@@ -170,10 +170,11 @@ def _tag_at(state: State, buf: str, lt: int, gt: int) -> tuple[Handler, str] | N
         after = lt + 1 + len(name)
         if buf[lt + 1 : after] == name:
             if after == gt or buf[after] == "/" or buf[after].isspace():
-                return handler, buf[after:gt]
+                text = buf[after:gt]
+                return None if "<" in text else (handler, text)
             return None
     inner = buf[lt + 1 : gt]
-    if inner[0].isspace():
+    if inner[0].isspace() or "<" in inner:
         return None
     name = inner.split(None, 1)[0]
     slash = name.find("/")
@@ -530,7 +531,15 @@ class Parser:
                 ActionErrorEvent(span=(end, end), id=action_id, message=message, attrs=attrs)
             )
             return self._state
-        self._body.open(self._state, span, attrs, action_id)
+        # self._body.open(self._state, span, attrs, action_id), inlined: once per action.
+        opened = self._body
+        opened.parent = self._state
+        opened.elem_start, opened.body_start = span
+        opened.attrs = attrs
+        opened.open_id = action_id
+        opened.scanner = None
+        opened.checked = 0
+        opened.decoded = None
         return ACTION
 
     def _open_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
