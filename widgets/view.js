@@ -15,6 +15,7 @@ const ICONS = {
   queued: "○",
   waiting: "◔",
   running: "⟳",
+  "still running": "⟳", // cancelled, but its thread could not be stopped
   succeeded: "✓",
   failed: "✗",
   skipped: "↷",

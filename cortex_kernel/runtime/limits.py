@@ -187,6 +187,9 @@ class Budget:
     unstopped
         Work of the run that was cancelled but could not be stopped (a sync
         tool's thread), as ``"ID (what)"``.
+    unstopped_actions
+        The same for this run's own actions: what runs on, by action id
+        (the scheduler marks their ``action_cancelled`` with it).
     """
 
     def __init__(
@@ -202,6 +205,7 @@ class Budget:
         self.exhausted: str | None = None
         self.deadline: float | None = None
         self.unstopped: list[str] = []
+        self.unstopped_actions: dict[str, str] = {}
 
     def chain(self) -> Iterator[Budget]:
         """This budget, then its parent's, up to the cell's run."""
@@ -276,6 +280,7 @@ class Budget:
     def note_unstopped(self, action_id: str, what: str) -> None:
         """Record that action ``action_id`` was cancelled but ``what`` runs on."""
         with self._tree.lock:
+            self.unstopped_actions.setdefault(action_id, what)
             for budget in self.chain():
                 budget.unstopped.append(f"{action_id} ({what})")
                 if budget.caller is not None:

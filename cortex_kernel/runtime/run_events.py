@@ -188,11 +188,16 @@ class ActionSkipped(RuntimeEventBase):
 
 
 class ActionCancelled(RuntimeEventBase):
-    """An action was cancelled (interrupt, run end, limit)."""
+    """An action was cancelled (interrupt, run end, limit).
+
+    ``unstopped`` says what of it runs on when it could not be stopped (a
+    sync tool's thread): the views show it as still running, not cancelled.
+    """
 
     type: Literal["action_cancelled"] = "action_cancelled"
     id: str
     reason: str = "cancelled"
+    unstopped: str | None = None
 
 
 class ActionLog(RuntimeEventBase):

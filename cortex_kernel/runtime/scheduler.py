@@ -48,7 +48,7 @@ import json
 import logging
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -195,6 +195,9 @@ class Scheduler:
         self._retry_base = retry_base
         self._retry_cap = retry_cap
         self.reuse_calls = False
+        # What runs on of a cancelled action that could not be stopped, by id
+        # (the run's Budget.unstopped_actions): its action_cancelled says so.
+        self.unstopped: Mapping[str, str] = {}
         self.nodes: dict[str, ActionNode] = {}
         # The latest node that produces each name (its id and its output_key).
         self._producers: dict[str, ActionNode] = {}
@@ -853,7 +856,9 @@ class Scheduler:
             )
         if node.state is NodeState.SKIPPED:
             return ActionSkipped(t=t, id=node.id, reason=node.error)
-        return ActionCancelled(t=t, id=node.id, reason=node.error or "cancelled")
+        return ActionCancelled(
+            t=t, id=node.id, reason=node.error or "cancelled", unstopped=self.unstopped.get(node.id)
+        )
 
 
 def _timed_out(seconds: float, *, default: bool) -> str:

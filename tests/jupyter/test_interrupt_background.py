@@ -98,4 +98,14 @@ def test_a_sync_tool_that_cannot_be_stopped_is_reported_as_still_running(
     warnings = [op[1] for op in result.widget_ops() if op[0] == "w"]
     assert any("may still have effects" in w and "t (tool 'block'" in w for w in warnings), warnings
     assert "t (tool 'block'" in kernel.python("%%python\nprint(_run.unstopped)")
+    # The tree too: its node reads still running, with what that means, not cancelled.
+    states = [op["state"] for op in kernel.ops_of(result, "t") if "state" in op]
+    assert states[-1] == "still running", states  # the live widget's node
+    final = result.of_type("update_display_data")[-1]["content"]["data"]
+    line = next(x for x in final["text/plain"].splitlines() if "t tool block" in x)
+    assert "still running — could not be stopped; it may still change things" in line, line
+    assert "cancelled" not in line
+    html = final["text/html"]
+    assert "block</code> still running" in html
+    assert "could not be stopped; it may still change things: tool 'block'" in html
     assert kernel.python("%%python\ngate.set()\nprint(finished.wait(30))").strip() == "True"

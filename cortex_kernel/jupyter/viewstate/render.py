@@ -21,7 +21,7 @@ from ..safe_markup import (
     sanitize_view_html,
     terminal_safe,
 )
-from .text import DOLLAR_HTML, clip, plural, waiting_text
+from .text import DOLLAR_HTML, UNSTOPPED_NOTE, UNSTOPPED_STATE, clip, plural, waiting_text
 from .timeline import timeline_html, timeline_summary
 
 __all__ = [
@@ -38,6 +38,7 @@ STATE_ICONS: dict[str, str] = {
     "queued": "○",
     "waiting": "◔",
     "running": "⟳",  # not ▶: that reads as a disclosure triangle, and it cannot be clicked
+    UNSTOPPED_STATE: "⟳",
     "succeeded": "✓",
     "failed": "✗",
     "skipped": "↷",
@@ -78,6 +79,8 @@ def _placement(node: dict[str, Any]) -> str:
 def text_line(node: dict[str, Any], depth: int) -> str:
     icon = STATE_ICONS.get(node["state"], "?")
     line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}{_placement(node)}"
+    if node["state"] == UNSTOPPED_STATE:
+        line += f" — {UNSTOPPED_NOTE}"
     if node.get("deps"):
         line += f" <- {', '.join(node['deps'])}"
     if (node.get("approval") or {}).get("decision"):

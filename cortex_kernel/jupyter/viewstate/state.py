@@ -53,7 +53,7 @@ from typing import Any
 from ...protocol import parser_events as parser
 from ...runtime import run_events as runtime
 from ...runtime.grounding import marked_answer
-from .text import clip, visible_text
+from .text import UNSTOPPED_NOTE, UNSTOPPED_STATE, clip, visible_text
 from .timeline import Timeline
 
 __all__ = ["HANDLERS", "IGNORED", "RunState", "arguments_text", "event_data", "event_type"]
@@ -525,6 +525,12 @@ class RunState:
         self._op_node(e["id"], state="skipped", t1=e["t"], error=clip(e.get("reason", "")))
 
     def _on_action_cancelled(self, e: dict[str, Any]) -> None:
+        if e.get("unstopped"):
+            # Its thread runs on (Python cannot stop it): "cancelled" would
+            # tell the user nothing more happens.
+            error = f"{UNSTOPPED_NOTE}: {e['unstopped']}"
+            self._op_node(e["id"], state=UNSTOPPED_STATE, t1=e["t"], error=error)
+            return
         self._op_node(e["id"], state="cancelled", t1=e["t"], error=e.get("reason", "cancelled"))
 
     def _on_action_placed(self, e: dict[str, Any]) -> None:

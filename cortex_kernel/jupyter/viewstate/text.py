@@ -17,12 +17,19 @@ __all__ = [
     "MARK_CLOSE",
     "MARK_OPEN",
     "PREVIEW_CHARS",
+    "UNSTOPPED_NOTE",
+    "UNSTOPPED_STATE",
     "clip",
     "escape_math",
     "plural",
     "visible_text",
     "waiting_text",
 ]
+
+#: The state of a cancelled action that could not be stopped (a sync tool's
+#: thread runs on), and what it means, beside it in every view.
+UNSTOPPED_STATE = "still running"
+UNSTOPPED_NOTE = "could not be stopped; it may still change things"
 
 #: How long a preview, an error or a label may be in a view.
 PREVIEW_CHARS = 300
