@@ -77,16 +77,18 @@ A small whole number is nearly always *some* cell, length or difference, so
 an invented count of what the data labels would pass. A count up to
 :data:`COUNTS_UP_TO` of a noun that names a label column or an index the
 run saw (``region``: a DataFrame's or a list of records' text column, a
-Series' or grouped result's index, a printed pandas repr's index name; plurals
-compared by stem) is checked as a count when the answer says how many
-there are (``there are 3 regions``, ``the data has 3 regions``, ``all 3
-regions``, ``3 distinct regions``, ``3 regions in all``): it must be a count
-of that noun the run saw (distinct labels, a repr's rows or its
-``Length``, ``regions: 4`` or ``4 regions`` in a result's text, ``{"regions":
-4}``) or a whole result (``4``, a printed line holding only ``4``). A count
-of how many of them do something (``3 regions sold more than 40``, ``there
-are 3 regions with…``) is checked as any figure: the run may have counted
-without printing it.
+Series' or grouped result's index; in printed text, a pandas repr's index
+name, a text column of a DataFrame printed whole, a described column, a
+named ``Index``; plurals compared by stem) is checked as a count when the
+answer says how many there are (``there are 3 regions``, ``the data has 3
+regions``, ``all 3 regions``, ``3 distinct regions``, ``3 regions in all``):
+it must be a count of that noun the run saw (distinct labels, a repr's rows
+or its ``Length``, ``regions: 4`` or ``4 regions`` in a result's text,
+``{"regions": 4}``), a whole result (``4``, a printed line holding only
+``4``) or the length of a printed list or set of labels. A frame printed
+cut short shows labels, not their count; a count of how many of them do
+something (``3 regions sold more than 40``, ``there are 3 regions with…``)
+is checked as any figure: the run may have counted without printing it.
 """
 
 from __future__ import annotations
@@ -218,6 +220,19 @@ _INDEX_NAME = re.compile(r"([A-Za-z_]\w*)[ \t]*")
 _REPR_ROW = re.compile(r"\S.*?\s(?:-?[\d.,]+(?:e[+-]?\d+)?|NaN|<NA>|None|True|False)", re.I)
 _REPR_FOOTER = re.compile(r"(?:Name: .*|dtype: \w+|Length: \d+.*)")
 _REPR_LENGTH = re.compile(r"Length: (\d+)")
+# A printed DataFrame: a header of column names, rows of an index and cells, all
+# set apart by two or more spaces; one cut short ends with "[N rows x M columns]".
+_GAP = re.compile(r"\s{2,}")
+_CUT_FRAME = re.compile(r"^\[\d+ rows x \d+ columns\]$", re.M)
+_NUMERIC_CELL = re.compile(r"-?[\d.,]+(?:e[+-]?\d+)?%?|NaN|<NA>|None|NaT|True|False", re.I)
+# A list or set of labels: ['North' 'South'], {'North', 'South'}, Index([...], name='region').
+_LABEL_LIST = re.compile(
+    r"[\[{]((?:'[^'\n]*'|\"[^\"\n]*\")(?:,?\s*(?:'[^'\n]*'|\"[^\"\n]*\"))*)[\]}]"
+    r"(?:,\s*dtype='?\w+'?(?:,\s*name='(\w+)')?\))?"
+)
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+# A text column described (`df.region.describe()`): "unique  4" above "Name: region".
+_DESCRIBED = re.compile(r"^unique\s+(\d+)\s*\n(?:.*\n){0,3}?Name: (\w+),", re.M)
 # Words that say what a count is, not what it counts ("n_regions", "region_count").
 _NOT_NOUNS = frozenset(
     {"n", "nr", "no", "num", "number", "count", "total", "of", "unique", "distinct", "nunique"}
@@ -497,6 +512,37 @@ def _nouns(name: Any) -> list[str]:
 def _count_candidate(figure: Figure) -> bool:
     """A plain whole number that may count something: ``4``, not ``4.0``, ``$4``, ``4%``."""
     return figure.text.isdigit() and figure.value <= COUNTS_UP_TO
+
+
+def _frame_counts(text: str) -> Iterator[tuple[str, int]]:
+    """``(column, distinct labels)`` of each text column of a printed DataFrame in ``text``.
+
+    Only a frame printed whole: one cut short (``[1000 rows x 3 columns]``)
+    shows some of its labels, not how many there are.
+    """
+    if _CUT_FRAME.search(text):
+        return
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        header = lines[i]
+        names = _GAP.split(header.strip())
+        i += 1
+        if not header[:1].isspace() or not header.strip():
+            continue
+        rows: list[list[str]] = []
+        while i < len(lines):
+            cells = _GAP.split(lines[i].strip())
+            if len(cells) != len(names) + 1 or lines[i][:1].isspace():
+                break
+            rows.append(cells[1:])
+            i += 1
+        if len(rows) < 2:
+            continue
+        for j, name in enumerate(names):
+            column = [row[j] for row in rows]
+            if not any(_NUMERIC_CELL.fullmatch(cell) for cell in column):
+                yield name, len(set(column))
 
 
 def _repr_counts(text: str) -> Iterator[tuple[str, int]]:
@@ -988,13 +1034,22 @@ class _Walk:
                     self.found(piece.value, operand=self.raw)
 
     def counts_in(self, body: str) -> None:
-        """Keep the counts a text states: named, printed alone, or a pandas repr's rows."""
+        """Keep the counts a text states: named, printed alone, a pandas repr's rows,
+        a printed frame's distinct labels, a list of labels' length."""
         evidence = self.evidence
         for match in _NAMED_NUMBER.finditer(body):
             evidence._count_of(match.group(1), int(match.group(2)))
         evidence._scalars.update(float(m.group(1)) for m in _LONE_INTEGER.finditer(body))
-        for name, rows in _repr_counts(body):
+        for name, rows in [*_repr_counts(body), *_frame_counts(body)]:
             evidence._count_of(name, rows, label=True)
+        for match in _DESCRIBED.finditer(body):
+            evidence._count_of(match.group(2), int(match.group(1)), label=True)
+        for match in _LABEL_LIST.finditer(body):  # `df.region.unique()`: its length
+            labels = len(_QUOTED.findall(match.group(1)))
+            evidence._scalars.add(float(labels))
+            self.found(float(labels))  # a length, as a walked list's: a value, no operand
+            if match.group(2):
+                evidence._count_of(match.group(2), labels, label=True)
 
     def children(self, item: Any) -> list[Any]:
         """What to walk inside ``item``, having kept its aggregates."""

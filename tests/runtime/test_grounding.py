@@ -658,6 +658,50 @@ def test_a_cut_repr_counts_its_length() -> None:
     assert unverified("There are 59 cities.", sales_evidence(shown)) == ["59"]  # a value shown
 
 
+def printed(what: str) -> str:
+    """What the agent's ``print(<what>)`` shows, ``df`` being the sales."""
+    import pandas as pd  # a test dependency: these tests never skip
+
+    df = pd.DataFrame(SALES)
+    shown: dict[str, Any] = {
+        "df": df,
+        "df.head(3)": df.head(3),
+        "pd.concat([df] * 100)": pd.concat([df] * 100),
+        "df.region.unique()": df.region.unique(),
+        "sorted(set(df.region))": sorted(set(df.region)),
+        "set(df.region)": set(df.region),
+        "df.region.describe()": df.region.describe(),
+        "pd.Index(df.region.unique(), name='region')": pd.Index(df.region.unique(), name="region"),
+    }
+    return str(shown[what])
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        "df",
+        "df.region.unique()",
+        "sorted(set(df.region))",
+        "set(df.region)",
+        "df.region.describe()",
+        "pd.Index(df.region.unique(), name='region')",
+    ],
+)
+def test_the_count_of_labels_a_printed_result_shows_grounds_it(shown: str) -> None:
+    evidence = sales_evidence(printed(shown))
+    assert unverified("There are 4 regions.", evidence) == []
+    assert unverified("The data has 3 regions.", evidence) == ["3"]
+
+
+def test_a_frame_printed_in_part_counts_only_what_it_shows() -> None:
+    # df.head(3) shows 3 regions: the run saw no more (the 4th is nowhere).
+    assert unverified("There are 4 regions.", sales_evidence(printed("df.head(3)"))) == ["4"]
+    # A frame cut short ("[N rows x M columns]") shows some labels, not their count.
+    long = printed("pd.concat([df] * 100)")
+    assert "[600 rows x 3 columns]" in long
+    assert unverified("There are 3 regions.", sales_evidence(long)) == []  # as any figure
+
+
 # -- arithmetic of the answer's own grounded figures ------------------------------------
 
 
