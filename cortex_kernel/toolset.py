@@ -59,6 +59,7 @@ def _callable_tool(spec: CallableTool, where: str) -> Tool:
         source=where,
         confirm=spec.confirm,
         timeout=spec.timeout,
+        repeatable=spec.repeatable,
         executor=spec.executor,
     )
 
@@ -78,6 +79,7 @@ def _declared(
         source=where,
         confirm=spec.confirm,
         timeout=spec.timeout,
+        repeatable=spec.repeatable,
     )
 
 

@@ -40,6 +40,11 @@ class _ToolBase(Strict):
     description: str = ""
     confirm: bool = Field(default=False, description="ask a human before every call")
     timeout: float | None = Field(default=None, gt=0, description="seconds per call")
+    repeatable: bool = Field(
+        default=False,
+        description="run every call, even one repeating a call of the same turn "
+        "(a random draw, a counter); otherwise a repeat gets the first call's result",
+    )
 
 
 class CallableTool(_ToolBase):

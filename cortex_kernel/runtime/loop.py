@@ -212,6 +212,7 @@ class Run:
                 )
                 self.scheduler.deadline = self.budget.deadline
                 self.scheduler.reuse_calls = True  # a repeated tool call runs once
+                self.scheduler.repeatable = context.tools.repeatable
                 self.scheduler.unstopped = self.budget.unstopped_actions
                 context.track(self.scheduler)
                 self.feeds.start(tg, executors)

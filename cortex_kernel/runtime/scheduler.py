@@ -155,6 +155,13 @@ class Scheduler:
         agent loop turns it on: its tools see only their parameters. Off (the
         default), the scheduler runs whatever it is given (an ``execute`` may
         tell actions apart by id).
+    repeatable
+        Whether a tool, by name, runs every call (``@tool(repeatable=True)``,
+        a random draw, a counter): its calls are never taken as repeats.
+    unstopped
+        What runs on of a cancelled action that could not be stopped, by id
+        (the run's ``Budget.unstopped_actions``): its ``action_cancelled``
+        says so.
     """
 
     def __init__(
@@ -195,8 +202,7 @@ class Scheduler:
         self._retry_base = retry_base
         self._retry_cap = retry_cap
         self.reuse_calls = False
-        # What runs on of a cancelled action that could not be stopped, by id
-        # (the run's Budget.unstopped_actions): its action_cancelled says so.
+        self.repeatable: Callable[[str], bool] | None = None
         self.unstopped: Mapping[str, str] = {}
         self.nodes: dict[str, ActionNode] = {}
         # The latest node that produces each name (its id and its output_key).
@@ -350,12 +356,14 @@ class Scheduler:
         equal as JSON, they name the same ``depends_on`` and each
         ``$reference`` names the same producing action, so both would run
         with the same arguments after the same actions. ``None`` (never a
-        repeat): a ``fire_and_forget`` action, or a reference to a value no
-        action of this run produced (an earlier run's, which a ``set_variable``
-        may rebind within the turn).
+        repeat): a ``fire_and_forget`` action, a call of a ``repeatable``
+        tool, or a reference to a value no action of this run produced (an
+        earlier run's, which a ``set_variable`` may rebind within the turn).
         """
         if action.mode is FIRE_AND_FORGET:
             return None
+        if self.repeatable is not None and self.repeatable(action.name or ""):
+            return None  # each call of it is meant to run (a random draw, a counter)
         producers: list[ActionNode] = []
         for ref in refs:
             producer = self._producers.get(ref.name)

@@ -65,6 +65,9 @@ class Tool:
     #: What a human is shown before a ``confirm`` call, and notes on it:
     #: ``review(arguments) -> (text, notes)`` (``None``: the parameters as JSON).
     review: Callable[[dict[str, Any]], tuple[str, list[str]]] | None = None
+    #: Every call runs, even one repeating a call of the same turn (a random
+    #: draw, a counter): the scheduler does not hand it the first call's result.
+    repeatable: bool = False
 
     @property
     def is_async(self) -> bool:
@@ -240,6 +243,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     executor: str | None = None,
+    repeatable: bool = False,
 ) -> Callable[[_F], _F]: ...
 
 
@@ -249,12 +253,16 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     executor: str | None = None,
+    repeatable: bool = False,
 ) -> Any:
     """Mark a notebook function as a tool the agent may call.
 
     Use as ``@tool`` or ``@tool(name="…", description="…")``;
     ``@tool(executor="dask")`` runs every call on a Dask cluster
-    (``"local"``: in the kernel, whatever the agent's default). The function is
+    (``"local"``: in the kernel, whatever the agent's default).
+    ``@tool(repeatable=True)`` runs every call, even one that repeats a call
+    of the same turn (a random draw, a counter), which otherwise gets the
+    first call's result (docs/runtime.md#scheduling). The function is
     returned unchanged (still callable from Python); the kernel registers
     every marked function of the notebook namespace before each run, so a
     re-defined function replaces the old tool and a deleted one disappears.
@@ -275,7 +283,16 @@ def tool(
         raise ConfigError(f"@tool(executor={executor!r}): use 'local' or 'dask'")
 
     def mark(fn: _F) -> _F:
-        setattr(fn, TOOL_MARK, {"name": name, "description": description, "executor": executor})
+        setattr(
+            fn,
+            TOOL_MARK,
+            {
+                "name": name,
+                "description": description,
+                "executor": executor,
+                "repeatable": repeatable,
+            },
+        )
         return fn
 
     if function is not None:
@@ -338,12 +355,13 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         executor: str | None = None,
+        repeatable: bool = False,
     ) -> Any:
         """Register ``function`` (usable as a bare decorator or with options).
 
         Returns the function unchanged, so it stays callable from Python.
         ``executor`` is where it runs (``local``, ``dask``; ``None``: the
-        agent's default).
+        agent's default); ``repeatable``: every call runs (:func:`tool`).
         """
 
         def add(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -351,7 +369,13 @@ class ToolRegistry:
             doc = description if description is not None else summary(inspect.getdoc(fn))
             parameters, model = _schema_for(fn, tool_name)
             self._tools[tool_name] = Tool(
-                tool_name, doc.strip(), fn, parameters, model, executor=executor
+                tool_name,
+                doc.strip(),
+                fn,
+                parameters,
+                model,
+                executor=executor,
+                repeatable=repeatable,
             )
             return fn
 
@@ -390,6 +414,7 @@ class ToolRegistry:
                     name=tool_name,
                     description=options.get("description"),
                     executor=options.get("executor"),
+                    repeatable=bool(options.get("repeatable")),
                 )
         self._collected = set(found)
         return sorted(found)
@@ -409,6 +434,11 @@ class ToolRegistry:
                 f"{current.source} and the {new.kind} tool from {new.source}; rename one of them"
             )
         self._tools[new.name] = new
+
+    def repeatable(self, name: str) -> bool:
+        """Whether every call of tool ``name`` runs (``False`` for an unknown name)."""
+        found = self._tools.get(name)
+        return found is not None and found.repeatable
 
     def unregister(self, name: str) -> None:
         """Remove a tool (no error when absent)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cortex_kernel import tool
 from cortex_kernel.agent import build_session
 from cortex_kernel.runtime.run_result import RunResult
 
@@ -120,3 +121,56 @@ async def test_a_repeat_reading_the_same_result_reuses_it(tmp_path: Path) -> Non
     assert tool.calls == ["Nice", session.variables["town"]]
     assert session.variables["a"] == session.variables["b"]
     assert result.status == "ok"
+
+
+async def test_a_repeatable_tool_runs_every_call(tmp_path: Path) -> None:
+    # @tool(repeatable=True): a draw or a counter means each call to run.
+    draws: list[str] = []
+
+    @tool(repeatable=True)
+    def population(city: str) -> str:
+        """A new draw per call."""
+        draws.append(city)
+        return f"{city} #{len(draws)}"
+
+    path = tmp_path / "turns.jsonl"
+    turn = call("a", key="one", city="Lyon") + call("b", key="two", city="Lyon")
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in (turn, "<response>x")))
+    session = build_session(model=f"replay:{path}", namespace={}, transcript_dir=tmp_path)
+    session.tools.collect({"population": population})
+    try:
+        result = await session.run("go")
+    finally:
+        await session.aclose()
+    assert draws == ["Lyon", "Lyon"]
+    assert session.variables["one"] != session.variables["two"]
+    started = sorted(e.id for e in result.events if e.type == "action_started")
+    assert started == ["a", "b"]
+    assert not [e for e in result.events if e.type == "warning" and "repeats" in e.message]
+
+
+async def test_a_manifest_tool_marked_repeatable_runs_every_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "draw_tools.py").write_text(
+        "CALLS = []\n\n"
+        "def population(city: str) -> str:\n"
+        '    """A new draw per call."""\n'
+        "    CALLS.append(city)\n"
+        "    return f'{city} #{len(CALLS)}'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "turns.jsonl"
+    turn = call("a", key="one", city="Lyon") + call("b", key="two", city="Lyon")
+    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in (turn, "<response>x")))
+    manifest = tmp_path / "agent.json"
+    entry = {"name": "population", "callable": "draw_tools:population", "repeatable": True}
+    manifest.write_text(json.dumps({"model": f"replay:{path}", "tools": [entry]}))
+    session = build_session(manifest=manifest, namespace={}, transcript_dir=tmp_path)
+    try:
+        await session.run("go")
+    finally:
+        await session.aclose()
+    assert session.variables["one"] == "Lyon #1"
+    assert session.variables["two"] == "Lyon #2"
