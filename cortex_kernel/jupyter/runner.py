@@ -30,6 +30,7 @@ import asyncio
 import logging
 import os
 import shlex
+import uuid
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,10 +122,12 @@ class FinalAnswer:
 
 @dataclass
 class _DemoTrace:
-    """What the demo model left in a session: the names its runs bound, and its results."""
+    """What the demo model left in a session: the names its runs bound, its results,
+    and its runs' keys in the session's history."""
 
     names: set[str] = field(default_factory=set)
     results: list[RunResult] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
 
 
 class _Options(argparse.Namespace):
@@ -401,10 +404,10 @@ class AgentRunner:
         """Forget what the demo model did in ``session`` once ``model``, a real one, takes over.
 
         The demo's canned exchange is not a conversation the user had: a real
-        model shown it copies it. Its turns go (the history cannot drop some
-        turns and keep others, so the conversation starts afresh), and so do
-        the variables it bound and ``_run``/``_response`` while they still
-        hold its values (a name the user reassigned stays).
+        model shown it copies it. Its turns go (a real model's turns stay: a
+        cell's own ``--model`` may have run meanwhile), and so do the
+        variables it bound and ``_run``/``_response`` while they still hold
+        its values (a name the user reassigned stays).
         """
         from ..llm import is_demo
 
@@ -412,7 +415,7 @@ class AgentRunner:
         if trace is None or is_demo(model):
             return
         del self._demo[id(session)]
-        session.reset()
+        session.forget(trace.keys)
         for name in trace.names:
             session.variables.delete(name)
         ns = self.shell.user_ns
@@ -529,8 +532,11 @@ class AgentRunner:
         self._leave_demo(session, model)
         return None
 
-    def _record(self, session: Session, result: RunResult, demo_names: set[str] | None) -> None:
-        """Keep the run's result (``_run``, ``_response``); a demo run's leavings are noted."""
+    def _record(
+        self, session: Session, result: RunResult, key: str, demo_names: set[str] | None
+    ) -> None:
+        """Keep the run's result (``_run``, ``_response``); a demo run's leavings are noted
+        (``key``: its turns' key in the session's history)."""
         self.results.append(result)
         self.shell.user_ns["_run"] = result
         self.shell.user_ns["_response"] = result.answer
@@ -538,6 +544,14 @@ class AgentRunner:
             trace = self._demo.setdefault(id(session), _DemoTrace())
             trace.names |= (set(session.variables) - demo_names) | set(result.variables)
             trace.results.append(result)
+            trace.keys.add(key)
+
+    def _run_key(self) -> str:
+        """The cell's run's key in its session's history: the cell's id, else one of its own.
+
+        Never the session's default: the demo's turns are forgotten by key (:meth:`_leave_demo`).
+        """
+        return self.current_cell_id or f"run-{uuid.uuid4().hex[:12]}"
 
     async def run(
         self, message: str, options_line: str = "", *, message_cell: bool = False
@@ -613,11 +627,10 @@ class AgentRunner:
         ledger.publish = _show_figure
         result: RunResult | None = None
         before = session.last_result
+        key = self._run_key()
         try:
             with anyio.CancelScope() as scope, cancel_on_sigint(scope):
-                result = await session.run(
-                    text, key=self.current_cell_id, on_event=on_event, config=config
-                )
+                result = await session.run(text, key=key, on_event=on_event, config=config)
         finally:
             _warn_unstopped(view, result or session.last_result, before)
             view.finish(handle)
@@ -626,7 +639,7 @@ class AgentRunner:
         if result is None and session.last_result is not before:
             result = session.last_result  # the interrupted run, settled as cancelled
         if result is not None:
-            self._record(session, result, demo_names)
+            self._record(session, result, key, demo_names)
         if result is None or scope.cancelled_caught or result.status == "cancelled":
             stuck = result.unstopped if result is not None else []
             raise RunInterrupted(

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import uuid
 import warnings
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -243,6 +243,12 @@ class Session:
     def reset(self) -> None:
         """Forget the conversation; variables stay."""
         self._runs.clear()
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Forget the turns of the runs with these ``key`` values; the others stay, and so
+        do variables (unknown keys are ignored)."""
+        for key in keys:
+            self._runs.pop(key, None)
 
     async def drain(self, seconds: float | None = None) -> bool:
         """Wait for background (``fire_and_forget``) actions; ``False`` if ``seconds`` ran out."""

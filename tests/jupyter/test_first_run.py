@@ -91,3 +91,27 @@ def test_a_cells_own_real_model_does_not_see_the_demo(
     assert real.status == "ok", dump(real)
     sent = _sent(server)
     assert "And now?" in sent and "Hello from Cortex" not in sent and "Hello?" not in sent
+
+
+def test_leaving_the_demo_keeps_a_real_models_turns(
+    demo_kernel: Kernel, server: FakeOpenAI
+) -> None:
+    # A cell's own real model talks while the notebook is still on the demo;
+    # when a real model takes over, only the demo's turns are forgotten.
+    assert demo_kernel.run("Hello?", cell_id="cell-demo").status == "ok"
+    server.stream("<response>Noted: 42.</response>")
+    told = demo_kernel.run(
+        f"%%agent --model openai/local --api-base {server.api_base}\nRemember 42.",
+        cell_id="cell-told",
+    )
+    assert told.status == "ok", dump(told)
+    assert demo_kernel.run("Hello again?", cell_id="cell-demo-2").status == "ok"
+
+    demo_kernel.python(f"%model openai/local --api-base {server.api_base}")
+    server.stream("<response>42.</response>")
+    real = demo_kernel.run("Which number?", cell_id="cell-real")
+    assert real.status == "ok", dump(real)
+    sent = _sent(server)
+    assert "Remember 42." in sent and "Noted: 42." in sent
+    assert "Hello again?" not in sent and "Hello?" not in sent
+    assert "Hello from Cortex" not in sent
