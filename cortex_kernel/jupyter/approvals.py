@@ -141,11 +141,20 @@ class ViewApprover:
         if os.environ.get("CORTEX_UNATTENDED"):
             from ..exceptions import ToolError
 
+            if request.notes:  # auto still asks for these: only bypass lets them run
+                how = (
+                    "set %approvals bypass in the notebook or approvals: bypass in the "
+                    "manifest (auto still asks for code that writes into your objects)"
+                )
+            else:
+                how = (
+                    "set %approvals auto (or bypass) in the notebook or approvals: auto in "
+                    "the manifest, or grant the tool in the manifest (confirm: false)"
+                )
             writes = " (it writes into your objects)" if request.notes else ""
             raise ToolError(
                 f"'{request.tool}' needs approval{writes} and nobody can approve in an "
-                "unattended run; set %approvals auto (or bypass) in the notebook, or grant "
-                "it in the manifest (confirm: false)"
+                f"unattended run; {how}"
             )
         entry = _Waiting(request, anyio.Event())
         self._waiting[request.token] = entry

@@ -664,7 +664,7 @@ class AgentRunner:
 
 
 def _warn_unstopped(view: Any, result: RunResult | None, before: RunResult | None) -> None:
-    """Say in the view which cancelled actions still run (their node reads ``cancelled``)."""
+    """Say in the view which cancelled actions still run (their node reads ``still running``)."""
     if result is None or result is before or not result.unstopped:
         return
     view.state.apply(

@@ -85,7 +85,9 @@ def test_the_manifest_sets_the_first_mode_and_approvals_overrides_it(
     assert unattended.run(f"%manifest {asks}").status == "ok"
     assert unattended.python("%approvals").strip() == "approvals: ask"
     refused = unattended.run("count it", cell_id="cell-ask")
-    assert "nobody can approve" in json.dumps(refused.widget_ops()), dump(refused)
+    ops = json.dumps(refused.widget_ops())
+    assert "nobody can approve" in ops, dump(refused)
+    assert "approvals: auto in the manifest" in ops  # the way a papermill run can say yes
 
     # The user's %approvals stands over the next manifest's.
     assert unattended.python("%approvals deny").strip() == "approvals: deny"
