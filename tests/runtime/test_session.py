@@ -261,6 +261,22 @@ async def test_key_replaces_history_in_place(tmp_path: Path) -> None:
     await s.aclose()
 
 
+async def test_forget_drops_only_the_given_runs_turns(tmp_path: Path) -> None:
+    model = ScriptedModel(["one", "two", "three"])
+    s = session(model, tmp_path)
+    await s.run("m1", key="cell1")
+    await s.run("m2", key="cell2")
+    s.forget(["cell1", "never-ran"])
+    assert [m["content"] for m in s.history()] == ["m2", "two"]
+    await s.run("m3", key="cell3")
+    assert [m["content"] for m in model.requests[2].messages if m["role"] != "system"] == [
+        "m2",
+        "two",
+        "m3",
+    ]
+    await s.aclose()
+
+
 async def test_namespace_write_and_fallback(tmp_path: Path) -> None:
     ns: dict[str, Any] = {"base": 40}
     model = ScriptedModel([tool("add", extra='output_key="total"', a="$base", b=2)])
