@@ -345,12 +345,17 @@ class Parser:
             self._pending_size += len(text)
             return []
         self._held_open_tag = False
-        if self._pending:
-            self._pending.append(text)
-            text = "".join(self._pending)
+        pending = self._pending
+        if pending:
+            # Held input, kept chunks and this one, in one copy.
+            pending.append(text)
+            if self._buf:
+                pending.insert(0, self._buf)
+            self._buf = "".join(pending)
             self._pending = []
             self._pending_size = 0
-        self._buf += text
+        else:
+            self._buf += text
         events = []
         self._run(events, False)
         return events
