@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,7 +173,6 @@ async def test_an_interrupt_leaves_nothing_running_on_the_cluster(
             if len(placed) == 2:
                 both_placed.set()
 
-    started = time.monotonic()
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
             group.start_soon(lambda: session.run("go", on_event=on_event))
@@ -183,7 +181,6 @@ async def test_an_interrupt_leaves_nothing_running_on_the_cluster(
             assert len(busy) == 2  # both workers are running a spin
             scope.cancel()  # what the kernel's interrupt does
     await session.aclose()
-    assert time.monotonic() - started < 25
     cancelled = {e.id for e in seen if e.type == "action_cancelled"}
     assert cancelled == {"a", "b", "c"}
     assert await idle(client) == {}  # no task processing, no worker thread still spinning
