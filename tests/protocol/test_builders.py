@@ -11,13 +11,14 @@ warning, and its id claimed the same way.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from cortex_kernel.protocol import IdAllocator, Parser, _actions
+from cortex_kernel.protocol import Action, IdAllocator, Parser, _actions
 from cortex_kernel.protocol import parser as parser_module
 
 from .doc_strategies import documents, mutated_documents
@@ -47,6 +48,8 @@ class _Compared:
             assert ids.seen == before.seen, "a refused action claimed an id"
             return None
         self.accepted += 1
+        # Built without Action's __init__: every field must be set.
+        assert all(hasattr(fast, field.name) for field in dataclasses.fields(Action))
         general = _actions.build_action(
             attrs, raw_body, open_id=open_id, in_thought=in_thought, ids=before
         )
