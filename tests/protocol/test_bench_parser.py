@@ -102,6 +102,27 @@ def test_a_late_dispatch_or_two_types_for_one_event_miss_it() -> None:
     assert two["meets_goal"] is False
 
 
+def test_dispatch_is_the_best_of_its_passes_as_throughput_is() -> None:
+    # A neighbour taking the core during one pass (here the first pass's
+    # parsers sleep 2 ms in every feed that delivers a '>') moves that pass
+    # only; the figure is the pass with the lowest p99, every p99 beside it.
+    made = 0
+
+    def parser() -> FastParser:
+        nonlocal made
+        made += 1
+        return LateDispatchParser() if made <= len(bench.CHUNK_SIZES) else FastParser()
+
+    document = bench.build_document(5_000)
+    chunked = [bench._chunks(document, size) for size in bench.CHUNK_SIZES]
+    passes = [bench.dispatch_pass(parser, chunked) for _ in range(3)]
+    assert passes[0]["p99"] > bench.GOAL_DISPATCH_P99_US
+    best = bench.best_pass(passes)
+    assert best["p99"] <= bench.GOAL_DISPATCH_P99_US
+    assert best["p99"] == min(p["p99"] for p in passes)
+    assert best["p99_of_passes"] == [p["p99"] for p in passes]
+
+
 def _bodies_by_peer(document: str) -> list[Any]:
     peer = bench.PullPeer()
     events = [*peer.feed(document), *peer.close()]
