@@ -154,8 +154,9 @@ async def test_calls_run_on_the_workers_and_come_back_as_values(
 async def test_an_interrupt_leaves_nothing_running_on_the_cluster(
     tmp_path: Path, cluster: Any, client: Any
 ) -> None:
-    plan = action("a", "spin", seconds=30) + action("b", "spin", seconds=30)
-    plan += action("c", "spin", seconds=30)  # queued behind the two: cancelled before it starts
+    # Different arguments: identical calls of one turn would run once (docs/runtime.md).
+    plan = action("a", "spin", seconds=30) + action("b", "spin", seconds=31)
+    plan += action("c", "spin", seconds=32)  # queued behind the two: cancelled before it starts
     path = manifest(
         tmp_path,
         [plan, "<response>$a</response>"],
