@@ -94,7 +94,10 @@ def context(count: int) -> PromptContext:
 
 
 def sample_turn(count: int) -> str:
-    """A turn of the kind small models write: two calls in a thought, then the answer."""
+    """A turn of the kind small models write: two calls in a thought, then a progress note.
+
+    (Not the answer: the grammar keeps it for the turn the results open.)
+    """
     first, second = tool(0)["name"], tool(count - 1)["name"]
     return (
         "<thought>Both cities at once.\n"
@@ -102,7 +105,7 @@ def sample_turn(count: int) -> str:
         '"parameters": {"city": "Paris", "unit": "metric"}}</action>\n'
         f'<action type="tool" mode="async" id="l" output_key="lyon">{{"name": "{second}", '
         '"parameters": {"city": "Lyon", "limit": 3, "near": {"lat": 45.7, "lon": 4.8}}}</action>'
-        '\nThen I answer.</thought>\n<response final="true">Paris: $paris, Lyon: $lyon.</response>'
+        '\nThen I answer.</thought>\n<response final="false">Paris: $paris, Lyon: $lyon.</response>'
     )
 
 

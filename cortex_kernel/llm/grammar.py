@@ -29,12 +29,15 @@ What the grammar allows (a strict subset of what the parser accepts)
   wherever a value that is not a string may go, a ``"$name.path[0]"``
   reference may go too (a string already admits one).
 - A turn ends after a ``sync`` action (the runtime cuts it there anyway) or
-  a final response; it may also end after any element. At most
-  ``max_elements`` thoughts, actions and progress responses come before
-  that last one (default :data:`DEFAULT_MAX_ELEMENTS`): enough for the
-  worked example's turn (7), and an end to a model that repeats an action
-  until ``max_tokens``. The grammar cannot stop a model from writing the
-  same call twice; the runtime's duplicate-id and repeated-failure rules do.
+  a final response; it may also end after any element. No final response
+  comes after an ``async`` action in the same turn: it would be written
+  before that result (a small model guesses the figures there); the turn
+  ends, and the next one opens with the result. At most ``max_elements``
+  thoughts, actions and progress responses come before the last element
+  (default :data:`DEFAULT_MAX_ELEMENTS`): an end to a model that repeats an
+  action until ``max_tokens``. The grammar cannot stop a model from writing
+  the same call twice; the runtime's duplicate-id and repeated-failure
+  rules do.
 
 Shapes chosen for llama.cpp's sampler, which checks every candidate token
 against every live stack: bounded repetition as ``x{0,n}`` (never chains of
@@ -165,7 +168,8 @@ _BLOCKS: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
         r'(" retries=\"" [0-9] "\"")?',
         ("ident",),
     ),
-    "mode-later": (r'"\" mode=\"" ("async" | "fire_and_forget") "\"" attrs ">"', ("attrs",)),
+    "mode-async": (r'"\" mode=\"async\"" attrs ">"', ("attrs",)),
+    "mode-faf": (r'"\" mode=\"fire_and_forget\"" attrs ">"', ("attrs",)),
     "mode-sync": (r'"\" mode=\"sync\"" attrs ">"', ("attrs",)),
     "progress": (r'"<response final=\"false\">" rtext "</response>"', ("rtext",)),
     "final": (r'"<response final=\"true\">" rtext "</response>" ws', ("rtext", "ws")),
@@ -649,32 +653,48 @@ def protocol_grammar(
     compiler.rules["root"] = f"{compiler.use('ws')} s{max_elements}"
     _turn(compiler, max_elements)
     kinds = _kinds(compiler, context)
-    later = " | ".join(
-        f"{literal(kind)} {compiler.use('mode-later')} {body}" for kind, body in kinds
-    )
-    now = " | ".join(f"{literal(kind)} {compiler.use('mode-sync')} {body}" for kind, body in kinds)
-    compiler.rules["act"] = rf'"<action type=\"" ({later}) "</action>"'
-    compiler.rules["act-sync"] = rf'"<action type=\"" ({now}) "</action>"'
+    for rule, mode in (("act", "mode-async"), ("act-faf", "mode-faf"), ("act-sync", "mode-sync")):
+        options = " | ".join(f"{literal(kind)} {compiler.use(mode)} {body}" for kind, body in kinds)
+        compiler.rules[rule] = rf'"<action type=\"" ({options}) "</action>"'
     # The turn's rules first, for a reader; the order means nothing to llama.cpp.
-    order = ["root", *(f"{p}{k}" for p in "st" for k in range(max_elements, -1, -1))]
-    order += ["act", "act-sync"]
+    order = ["root", *(f"{p}{k}" for p in "stwu" for k in range(max_elements, -1, -1))]
+    order += ["act", "act-faf", "act-sync"]
     ordered = {name: compiler.rules[name] for name in order}
     compiler.rules = {**ordered, **compiler.rules}
     return compiler.text()
 
 
 def _turn(compiler: _Compiler, levels: int) -> None:
-    """``s{k}``: a turn's elements with ``k`` to spare; ``t{k}``: the rest of a thought."""
+    """The rules of a turn's elements, ``k`` the elements to spare before its last.
+
+    ``s{k}``: between elements; ``t{k}``: the rest of a thought. ``w{k}`` and
+    ``u{k}``: the same once an ``async`` action (``act``) was written, when
+    no final response may come: it would be written before that result.
+    ``act-faf`` is a ``fire_and_forget`` action, ``act-sync`` a ``sync`` one
+    (the turn ends there).
+    """
     ws, ttext = compiler.use("ws"), compiler.use("ttext")
     final, progress = compiler.use("final"), compiler.use("progress")
     compiler.rules["s0"] = f"{final} | act-sync"
     compiler.rules["t0"] = f'"</thought>" {ws} s0? | act-sync'
+    compiler.rules["w0"] = "act-sync"
+    compiler.rules["u0"] = f'"</thought>" {ws} w0? | act-sync'
     for k in range(1, levels + 1):
+        j = k - 1
         compiler.rules[f"s{k}"] = (
-            f'"<thought>" {ttext} t{k - 1} | act {ws} s{k - 1}? | {progress} {ws} s{k - 1}? '
-            f"| {final} | act-sync"
+            f'"<thought>" {ttext} t{j} | act {ws} w{j}? | act-faf {ws} s{j}? '
+            f"| {progress} {ws} s{j}? | {final} | act-sync"
         )
-        compiler.rules[f"t{k}"] = f'"</thought>" {ws} s{k}? | act {ttext} t{k - 1} | act-sync'
+        compiler.rules[f"t{k}"] = (
+            f'"</thought>" {ws} s{k}? | act {ttext} u{j} | act-faf {ttext} t{j} | act-sync'
+        )
+        compiler.rules[f"w{k}"] = (
+            f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? '
+            f"| {progress} {ws} w{j}? | act-sync"
+        )
+        compiler.rules[f"u{k}"] = (
+            f'"</thought>" {ws} w{k}? | (act | act-faf) {ttext} u{j} | act-sync'
+        )
 
 
 def _field(name: str, sp: str) -> str:

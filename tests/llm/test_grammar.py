@@ -37,6 +37,7 @@ EXAMPLE_TOOLS = [
     {"name": "search_events", "parameters": obj(("city", "date"), city=STRING, date=STRING)},
     {"name": "log_request", "parameters": obj(("topic",), topic=STRING)},
     {"name": "to_fahrenheit", "parameters": obj(("celsius",), celsius={"type": "number"})},
+    {"name": "get_temperature", "parameters": obj(("city",), city=STRING)},
 ]
 POPULATION = [{"name": "population", "parameters": obj(("city",), city=STRING)}]
 
@@ -140,7 +141,7 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
         + '<response final="false">Working on it…</response>\n'
         + action(CALL, 'type="tool" mode="fire_and_forget"')
         + action('{"prompt": "Say $pop", "system": "short"}', 'type="llm" mode="async" id="l"')
-        + '<response final="true">It is $pop.\n\n| a | b |</response>\n'
+        + '<response final="false">It is $pop.\n\n| a | b |</response>\n'
     )
     assert accepts(matcher, turn)
     parser = Parser()
@@ -153,8 +154,26 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
     assert not accepts(matcher, "<thought>now " + action(CALL) + "</thought>")
 
 
+def test_no_final_response_in_the_turn_that_started_an_async_action() -> None:
+    # Qwen2.5-Coder-1.5B wrote the call, then at once the answer: its figures
+    # guessed before the result came ("17 °C with a clear sky" for Nice, 21).
+    matcher = grammar_of(tools=POPULATION)
+    started = action(CALL, 'type="tool" mode="async" id="p" output_key="pop"')
+    final = '<response final="true">It is $pop.</response>'
+    assert not accepts(matcher, started + final)
+    assert not accepts(matcher, "<thought>" + started + "</thought>" + final)
+    assert not accepts(matcher, started + '<response final="false">soon</response>' + final)
+    # The turn ends (the results open the next one), or goes on with more work.
+    assert accepts(matcher, started)
+    assert accepts(matcher, started + '<response final="false">Looking it up…</response>')
+    assert accepts(matcher, started + "<thought>and Lyon " + action(CALL))
+    assert accepts(matcher, started + action(CALL))
+    # An action whose result is never reported does not hold the answer back.
+    assert accepts(matcher, action(CALL, 'type="tool" mode="fire_and_forget"') + final)
+
+
 def test_a_turn_has_at_most_max_elements_before_its_last() -> None:
-    later = action(CALL, 'type="tool" mode="async"')
+    later = action(CALL, 'type="tool" mode="fire_and_forget"')
     final = '<response final="true">done</response>'
     matcher = Matcher(protocol_grammar(PromptContext(tools=POPULATION), max_elements=3))
     assert accepts(matcher, later * 3 + final)
@@ -674,7 +693,8 @@ def test_large_tool_sets_keep_few_stacks() -> None:
             "<thought>Two at once.\n"
             + action(call, 'type="tool" mode="async" id="a" output_key="x"')
             + action(call.replace("Oslo", "Rome"), 'type="tool" mode="async" id="b"')
-            + '</thought>\n<response final="true">$x</response>'
+            + "</thought>\n"
+            + action(call.replace("Oslo", "Lyon"), 'type="tool" mode="sync" id="c"')
         )
 
     small = list(stack_counts(grammar_of(tools=many_tools(4)), turn("tool_3")))
