@@ -67,17 +67,17 @@ def test_dask_tools_from_a_notebook_client_and_an_interrupt_that_leaves_nothing(
     with distributed.Client(cluster, set_as_default=False) as eyes:
         workers = set(eyes.scheduler_info()["workers"])
         # A run that finishes: the answer, and where each call ran.
-        done = cortex.run(f"%%agent --model replay:{spins(tmp_path / 'quick.jsonl', 0.2, 0.2)}\ngo")
+        done = cortex.run(f"%%agent --model replay:{spins(tmp_path / 'quick.jsonl', 0.2, 0.3)}\ngo")
         assert done.status == "ok", dump(done)
         final = done.of_type("update_display_data")[-1]["content"]["data"]["text/plain"]
         placed = [line for line in final.splitlines() if " tool spin " in line]
         assert len(placed) == 2 and all(" on tcp://" in line for line in placed), final
         assert {line.split(" on ")[1].split()[0] for line in placed} <= workers
         # A run interrupted while both workers spin (a third call queued behind
-        # them). The calls would spin for 10 minutes: a reply within the wait
+        # them; different arguments, as identical calls of a turn run once). The calls would spin for 10 minutes: a reply within the wait
         # below means the interrupt did not wait for them.
         msg_id = cortex.send(
-            f"%%agent --model replay:{spins(tmp_path / 'slow.jsonl', 600, 600, 600)}\ngo"
+            f"%%agent --model replay:{spins(tmp_path / 'slow.jsonl', 600, 601, 602)}\ngo"
         )
         cortex.wait_for_op(msg_id, "n", "s1", "running", timeout=60)
         deadline = time.monotonic() + 60
