@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-__all__ = ["TagAttributes", "parse_attributes", "read_attributes", "read_lenient", "split_ids"]
+__all__: list[str] = []  # used inside the protocol package only
 
 # name[=value] with the value double-quoted, single-quoted, bracketed or
 # bare (a quote or bracket left open ends with the tag), or one junk character.

@@ -17,7 +17,7 @@ from ._scanner import BodyScanner, json_run
 from ._states import State
 from .parser_events import ActionErrorEvent
 
-__all__ = ["UNSCANNED_BODY_MAX", "OpenBody"]
+__all__: list[str] = []  # used inside the protocol package only
 
 # Beyond this many characters a body is handed to the scanner even without
 # a `</`, so the buffer (copied when a chunk is added) stays short.

@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["JsonResult", "holds_lone_surrogate", "loads_lenient", "surrogate_escape"]
+__all__: list[str] = []  # used inside the protocol package only
 
 _FENCE_OPEN_RE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n?")
 _FENCE_CLOSE_RE = re.compile(r"\r?\n?[ \t]*```\s*\Z")

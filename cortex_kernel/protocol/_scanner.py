@@ -33,18 +33,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-__all__ = [
-    "MATCH",
-    "MAX_ATTRS",
-    "MAYBE",
-    "NO",
-    "BodyScanner",
-    "Tag",
-    "classify_tag",
-    "could_become_tag",
-    "json_run",
-    "tag_pattern",
-]
+__all__: list[str] = []  # used inside the protocol package only
 
 MATCH: Final = 0
 MAYBE: Final = 1

@@ -17,7 +17,7 @@ from .parser_events import ParserEvent, ResponseDelta, Text, ThoughtDelta
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["Handler", "State", "TextEvent", "learn"]
+__all__: list[str] = []  # used inside the protocol package only
 
 TextEvent = Text | ThoughtDelta | ResponseDelta
 

@@ -36,7 +36,6 @@ from .models import Action, ContextFeedDecl
 
 __all__ = [
     "ADAPTER",
-    "EVENT_CLASSES",
     "PARSER_EVENT_TYPES",
     "ActionErrorEvent",
     "ActionOpen",
