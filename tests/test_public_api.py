@@ -83,9 +83,16 @@ def test_lazy_names_are_the_ones_type_checkers_see(name: str) -> None:
 
 ROOT = Path(cortex_kernel.__file__).parent.parent
 #: Packages whose modules keep to the rule (the others' owners have it to do).
-SWEPT = ("cortex_kernel.runtime", "cortex_kernel.manifest", "cortex_kernel.protocol")
+SWEPT = (
+    "cortex_kernel.runtime",
+    "cortex_kernel.manifest",
+    "cortex_kernel.protocol",
+    "cortex_kernel.executors",
+)
 #: Public for users, though no other package of the project imports them.
 DOCUMENTED = {
+    "cortex_kernel.executors.dask_backend": {"ClusterValue"},  # a Dask tool's result
+    "cortex_kernel.executors.mcp": {"McpError"},  # docs/manifest.md: a server that fails
     "cortex_kernel.protocol.parser_events": {"ADAPTER", "validate"},  # docs/protocol.md
     "cortex_kernel.runtime.code_writes": {"code_names", "risky_writes"},  # via changes
     "cortex_kernel.runtime.grounding": {"Evidence", "GroundingReport", "check", "figures", "mark"},

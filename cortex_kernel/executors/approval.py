@@ -32,14 +32,7 @@ from ..redaction import Redactor
 from ..runtime.ports import ApprovalRequest, Approver, ExecutionContext
 from ..runtime.run_events import ApprovalDecided, ApprovalRequested, scope_prefix, scoped_emit
 
-__all__ = [
-    "ApprovalRequest",
-    "ApproveAll",
-    "Approver",
-    "approval_digest",
-    "approval_text",
-    "ask_approval",
-]
+__all__ = ["ApprovalRequest", "ApproveAll", "approval_digest", "approval_text"]
 
 
 def approval_text(parameters: dict[str, Any]) -> str:

@@ -65,7 +65,7 @@ from ..runtime.changes import (
 )
 from ..runtime.changes import undo as undo_report
 
-__all__ = ["Ledger", "NotebookPython", "PythonRun", "figure_data_uri", "ledger_for"]
+__all__ = ["NotebookPython", "ledger_for"]
 
 #: Seconds an interrupted run waits for its code to stop before saying it still runs.
 INTERRUPT_GRACE = 2.0

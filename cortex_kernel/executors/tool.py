@@ -28,7 +28,7 @@ from ..runtime.run_events import ActionLog, ActionPlaced, scoped_emit
 from ..runtime.tools import Tool, unknown_tool_message
 from .approval import ask_approval
 
-__all__ = ["ToolExecutor", "log_stderr", "note_unstopped", "running_call"]
+__all__ = ["ToolExecutor"]
 
 # The running call's reporter of stderr, set by ToolExecutor around each call
 # (a context variable: concurrent calls each see their own).
