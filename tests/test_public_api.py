@@ -88,6 +88,7 @@ SWEPT = (
     "cortex_kernel.manifest",
     "cortex_kernel.protocol",
     "cortex_kernel.executors",
+    "cortex_kernel.jupyter",
 )
 #: Public for users, though no other package of the project imports them.
 DOCUMENTED = {

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # imported when a run needs them (the kernel starts without t
 
     from ..executors.approval import ApprovalRequest
 
-__all__ = ["CELL_BY", "POLICIES", "CellScope", "ViewApprover"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 Policy = Literal["ask", "auto", "bypass", "deny"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["is_complete", "message_is_complete"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")

@@ -35,7 +35,7 @@ from typing import Any
 from ..exceptions import ActionError, ConfigError
 from .runner import runner_for
 
-__all__ = ["feeds_magic"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 _USAGE = (
     "usage: %feeds | %feeds show NAME | %feeds remove NAME | %feeds add NAME "

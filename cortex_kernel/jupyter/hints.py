@@ -17,7 +17,7 @@ import ast
 import textwrap
 import warnings
 
-__all__ = ["PYTHON_HINT", "python_hint"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 #: The warning shown above the run of a message that is Python.
 PYTHON_HINT = (

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KERNEL_NAME", "install", "kernel_json"]
+__all__ = ["install"]
 
 KERNEL_NAME = "cortex"
 DISPLAY_NAME = "Cortex Agent"

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["interpolate", "unbound_references"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 # A doubled reference first ({{name}}: a literal), then a simple one ({name}).
 _REF = re.compile(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import anyio
 
-__all__ = ["cancel_on_sigint"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 
 @contextmanager

@@ -41,14 +41,7 @@ from .feeds_magic import feeds_magic
 from .mcp_magic import mcp_magic
 from .runner import CELL_ERRORS, runner_for
 
-__all__ = [
-    "begin_cell",
-    "enable",
-    "load_ipython_extension",
-    "transform_agent_cell",
-    "transform_kernel_cell",
-    "unload_ipython_extension",
-]
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 _RUN_CALL = "await __import__('cortex_kernel.jupyter.runner', fromlist=['_']).run_cell"
 

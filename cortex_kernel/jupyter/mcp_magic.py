@@ -15,7 +15,7 @@ from typing import Any
 from ..exceptions import ConfigError
 from .runner import runner_for
 
-__all__ = ["mcp_magic"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 _MCP_USAGE = (
     "usage: %mcp | %mcp add NAME [--timeout S] [--confirm[=TOOL,…]] -- COMMAND [ARG…] | "

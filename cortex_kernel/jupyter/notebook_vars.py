@@ -48,13 +48,7 @@ if TYPE_CHECKING:
     from ..runtime.feeds import FeedSpec
     from ..runtime.variables import VariableStore
 
-__all__ = [
-    "MAX_BYTES",
-    "MAX_VARIABLES",
-    "describe_variables",
-    "notebook_variables_feed",
-    "notebook_variables_source",
-]
+__all__ = ["describe_variables", "notebook_variables_feed"]
 
 #: At most this many variables are listed (the most recently defined).
 MAX_VARIABLES = 40

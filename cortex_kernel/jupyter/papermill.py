@@ -28,7 +28,7 @@ from papermill.translators import PythonTranslator, papermill_translators
 
 from .install import KERNEL_NAME
 
-__all__ = ["CortexEngine", "CortexTranslator"]
+__all__ = ["CortexEngine"]
 
 _PYTHON_CELL = "%%python\n"
 

@@ -49,16 +49,7 @@ if TYPE_CHECKING:
     from ..runtime.run_result import RunResult
     from ..runtime.session import Session
 
-__all__ = [
-    "AgentRunner",
-    "FinalAnswer",
-    "SessionHost",
-    "existing_runner",
-    "notebook_relative",
-    "parse_options",
-    "run_cell",
-    "runner_for",
-]
+__all__ = ["AgentRunner", "run_cell", "runner_for"]
 
 log = logging.getLogger(__name__)
 

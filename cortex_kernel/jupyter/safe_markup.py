@@ -42,17 +42,7 @@ from markdown_it.token import Token
 from markdown_it.tree import SyntaxTreeNode
 from markdown_it.utils import EnvType, OptionsDict
 
-__all__ = [
-    "URL_SCHEMES",
-    "code_span",
-    "escape_html",
-    "literal_markdown",
-    "markdown_html",
-    "markdown_source",
-    "safe_url",
-    "sanitize_view_html",
-    "terminal_safe",
-]
+__all__: list[str] = []  # used inside the jupyter package only
 
 #: The only URL schemes a link from model text may have (no relative URLs either).
 URL_SCHEMES = frozenset({"http", "https", "mailto"})

@@ -46,7 +46,7 @@ from .viewstate import RunState, render_html, render_markdown, render_text
 
 _LIVE_STATES = frozenset({"parsing", "queued", "waiting", "running"})
 
-__all__ = ["FLUSH_INTERVAL", "RunView", "widgets_dir"]
+__all__ = ["RunView"]
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 messages a second per view
 

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["WarmUp", "warm_up_steps"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 log = logging.getLogger(__name__)
 

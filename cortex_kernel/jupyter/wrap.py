@@ -18,7 +18,7 @@ from typing import Any
 
 from ..exceptions import ConfigError
 
-__all__ = ["capture", "timed"]
+__all__: list[str] = []  # used inside the jupyter package only
 
 
 async def timed(run: Awaitable[Any]) -> Any:

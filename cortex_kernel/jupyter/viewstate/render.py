@@ -24,14 +24,7 @@ from ..safe_markup import (
 from .text import DOLLAR_HTML, UNSTOPPED_NOTE, UNSTOPPED_STATE, clip, plural, waiting_text
 from .timeline import timeline_html, timeline_summary
 
-__all__ = [
-    "STATE_ICONS",
-    "approval_head",
-    "render_html",
-    "render_markdown",
-    "render_text",
-    "text_line",
-]
+__all__ = ["STATE_ICONS", "render_html", "render_markdown", "render_text"]
 
 STATE_ICONS: dict[str, str] = {
     "parsing": "…",

@@ -56,7 +56,7 @@ from ...runtime.grounding import marked_answer
 from .text import UNSTOPPED_NOTE, UNSTOPPED_STATE, clip, visible_text
 from .timeline import Timeline
 
-__all__ = ["HANDLERS", "IGNORED", "RunState", "arguments_text", "event_data", "event_type"]
+__all__ = ["RunState", "event_data"]
 
 Op = list[Any]
 

@@ -12,19 +12,7 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = [
-    "DOLLAR_HTML",
-    "MARK_CLOSE",
-    "MARK_OPEN",
-    "PREVIEW_CHARS",
-    "UNSTOPPED_NOTE",
-    "UNSTOPPED_STATE",
-    "clip",
-    "escape_math",
-    "plural",
-    "visible_text",
-    "waiting_text",
-]
+__all__ = ["escape_math", "visible_text"]
 
 #: The state of a cancelled action that could not be stopped (a sync tool's
 #: thread runs on), and what it means, beside it in every view.

@@ -37,14 +37,7 @@ from typing import Any
 
 from .text import clip
 
-__all__ = [
-    "MAX_BARS",
-    "MAX_SEGMENTS",
-    "Timeline",
-    "time_spent",
-    "timeline_html",
-    "timeline_summary",
-]
+__all__: list[str] = []  # used inside the viewstate package only
 
 #: Most segments of model streaming a run keeps (the last one then grows, ``mixed``).
 MAX_SEGMENTS = 300
