@@ -89,6 +89,7 @@ SWEPT = (
     "cortex_kernel.protocol",
     "cortex_kernel.executors",
     "cortex_kernel.jupyter",
+    "cortex_kernel.evaluation",
 )
 #: Public for users, though no other package of the project imports them.
 DOCUMENTED = {

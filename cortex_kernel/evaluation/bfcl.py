@@ -69,25 +69,14 @@ from ..runtime.tools import Tool, ToolRegistry
 from .runner import Progress, TaskResult, absorb, eval_model, run_samples
 
 __all__ = [
-    "BFCL_CATEGORIES",
-    "BFCL_SHA256",
     "BFCL_VERSION",
-    "CHECKER_MODEL",
-    "DEFAULT_CATEGORIES",
-    "NOT_RUN",
     "WALL_TIME",
-    "BfclCase",
     "BfclData",
-    "default_cache_dir",
     "fetch_wheel",
-    "first_turn_calls",
     "is_bfcl_suite",
     "parse_bfcl_suite",
-    "pip_download",
     "run_bfcl",
-    "run_case",
     "sample_cases",
-    "wheel_name",
 ]
 
 #: The ``bfcl-eval`` release whose data and checker the eval uses.

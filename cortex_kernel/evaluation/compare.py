@@ -14,7 +14,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["difference"]
+__all__: list[str] = []  # used inside the evaluation package only
 
 
 def _kind(value: Any) -> str:

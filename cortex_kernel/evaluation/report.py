@@ -12,7 +12,7 @@ from typing import Any
 
 from .runner import TaskResult
 
-__all__ = ["by_category", "overall", "report", "table", "write_report"]
+__all__ = ["overall", "report", "table", "write_report"]
 
 
 def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:

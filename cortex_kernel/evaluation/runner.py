@@ -27,17 +27,7 @@ from ..runtime.run_result import RunResult
 from ..runtime.tools import ToolRegistry
 from .suite import Outcome, Suite, Task
 
-__all__ = [
-    "Progress",
-    "TaskResult",
-    "absorb",
-    "end_line",
-    "eval_model",
-    "run_samples",
-    "run_suite",
-    "run_task",
-    "start_line",
-]
+__all__ = ["TaskResult", "run_suite", "run_task"]
 
 Progress = Callable[[str], None]
 

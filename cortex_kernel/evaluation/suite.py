@@ -83,18 +83,7 @@ from ..model_options import PROTOCOLS, ProtocolName
 from ..runtime.limits import Limits
 from ..runtime.tools import TOOL_MARK
 
-__all__ = [
-    "BUILTIN_SUITES",
-    "DATA_SUITE",
-    "DEFAULT_SUITE",
-    "Check",
-    "Outcome",
-    "Suite",
-    "Task",
-    "answer_failure",
-    "load_suite",
-    "suite_path",
-]
+__all__ = ["DATA_SUITE", "DEFAULT_SUITE", "Check", "Suite", "Task", "load_suite"]
 
 _SUITES = Path(__file__).with_name("suites")
 #: The suite ``cortex-kernel eval`` runs when none is given.
