@@ -39,16 +39,7 @@ from ..runtime.ports import PromptContext
 from .gbnf import check
 from .grammar import protocol_grammar
 
-__all__ = [
-    "CONSTRAIN_MODES",
-    "ConstrainMode",
-    "constrain_mode",
-    "forget_grammars",
-    "forget_support",
-    "grammar_for",
-    "grammar_refused",
-    "supports_grammar",
-]
+__all__ = ["grammar_for"]
 
 ConstrainMode = Literal["auto", "grammar", "off"]
 CONSTRAIN_MODES: Final = ("auto", "grammar", "off")

@@ -62,25 +62,9 @@ from ..exceptions import (
     ProviderProtocolError,
     RateLimitError,
 )
-from ..redaction import PROVIDER_KEY_ENV, SECRET_ENV_PATTERN, redact, secret_values
+from ..redaction import PROVIDER_KEY_ENV, redact
 
-__all__ = [
-    "MESSAGES",
-    "PROVIDER_KEY_ENV",
-    "SECRET_ENV_PATTERN",
-    "ErrorKind",
-    "MalformedStream",
-    "Phase",
-    "StreamErrorEvent",
-    "classify",
-    "is_retryable",
-    "key_env_for",
-    "map_error",
-    "provider_of",
-    "redact",
-    "retry_after_seconds",
-    "secret_values",
-]
+__all__ = ["redact"]  # prompt.py imports it from here
 
 # litellm stacks class names in front of the provider's words:
 # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down".

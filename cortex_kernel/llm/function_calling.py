@@ -21,14 +21,7 @@ from typing import Any
 
 from ..runtime.ports import ToolCall
 
-__all__ = [
-    "TextCallHold",
-    "ToolCallAccumulator",
-    "block_tool_calls",
-    "python_call",
-    "text_tool_calls",
-    "tools_for_provider",
-]
+__all__: list[str] = []  # used inside the llm package only
 
 
 def _field(obj: Any, name: str) -> Any:

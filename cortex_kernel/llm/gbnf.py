@@ -27,21 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = [
-    "ALT",
-    "CHAR",
-    "CHAR_ALT",
-    "CHAR_ANY",
-    "CHAR_NOT",
-    "CHAR_RNG_UPPER",
-    "END",
-    "MAX_REPETITIONS",
-    "RULE_REF",
-    "GrammarError",
-    "ParsedGrammar",
-    "check",
-    "parse",
-]
+__all__ = ["check", "parse"]
 
 # Element kinds, as llama.cpp numbers them (enum llama_gretype).
 END: Final = 0

@@ -57,13 +57,7 @@ from typing import Any, Final
 
 from ..runtime.ports import PromptContext
 
-__all__ = [
-    "DEFAULT_MAX_ELEMENTS",
-    "INTERNAL_PARAMETERS",
-    "json_value_grammar",
-    "literal",
-    "protocol_grammar",
-]
+__all__ = ["protocol_grammar"]
 
 #: Thoughts, actions and progress responses in one turn before its last element.
 DEFAULT_MAX_ELEMENTS: Final = 10

@@ -84,7 +84,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ..exceptions import ConfigError
-from ..redaction import Redactor, secret_values
+from ..redaction import Redactor, redact, secret_values
 from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
@@ -95,22 +95,11 @@ from .constrain import (
     grammar_refused,
     supports_grammar,
 )
-from .errors import MalformedStream, Phase, is_retryable, map_error, redact, retry_after_seconds
+from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
 from .function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
 from .sse import SSEEvents, sse_response
 
-__all__ = [
-    "DEFAULT_FIRST_TOKEN_TIMEOUT",
-    "DEFAULT_RETRIES",
-    "DEFAULT_TIMEOUT",
-    "LOCAL_FIRST_TOKEN_TIMEOUT",
-    "LiteLLMCompletion",
-    "LiteLLMModel",
-    "aload_litellm",
-    "litellm_base_handler",
-    "load_litellm",
-    "text_tokens",
-]
+__all__ = ["LiteLLMModel", "load_litellm", "text_tokens"]
 
 _configured = False
 _lock = threading.Lock()

@@ -32,7 +32,7 @@ from typing import Any
 
 from .errors import MalformedStream, StreamErrorEvent
 
-__all__ = ["SSEEvents", "sse_response"]
+__all__: list[str] = []  # used inside the llm package only
 
 _DONE = b"[DONE]"
 
