@@ -153,7 +153,9 @@ async def _prompt_build(n: int) -> dict[str, Any]:
         if with_feeds:
             await registry.refresh(fetch)
             slots = [FeedSlot(id=i, text=t, error=e) for i, t, e in registry.slots()]
-        return prompt.system_prompt(PromptContext(feeds=slots, internal_actions=["set_variable"]))
+        context = PromptContext(feeds=slots, internal_actions=["set_variable"])
+        # The feeds go in their own message, after the conversation.
+        return prompt.system_prompt(context) + prompt.feeds_message(context)
 
     started = time.perf_counter()
     first = await build(True)

@@ -230,7 +230,9 @@ class ReplayModel(Model):
 
 def _opens_a_run(request: CompletionRequest) -> bool:
     # A run's first turn ends with the user's message; later turns end with
-    # action results (a user message of <action_result> blocks, or tool messages).
-    last = request.messages[-1] if request.messages else {}
+    # action results (a user message of <action_result> blocks, or tool
+    # messages). The feeds message after them is not the conversation's.
+    conversation = request.messages[: len(request.messages) - request.feed_messages]
+    last = conversation[-1] if conversation else {}
     content = str(last.get("content") or "")
     return last.get("role") == "user" and not content.lstrip().startswith("<action_result")

@@ -1,4 +1,4 @@
-"""Context feeds (docs/feeds.md): named text placed into the system prompt at every turn.
+"""Context feeds (docs/feeds.md): named text the model sees at every turn.
 
 A session holds one :class:`FeedRegistry`. Each feed has a spec
 (:class:`~.feed_specs.FeedSpec`: id, type, source, limits) and a slot (its last text or
@@ -7,7 +7,7 @@ that are due — an ``on_demand`` feed whose ``ttl`` ran out, an ``internal``
 feed every turn; ``periodic`` feeds are refreshed in the background every
 ``interval`` seconds while a run is active (:meth:`FeedRegistry.run_periodic`)
 and the turn reads their cached value. The prompt gets the slots in id order,
-after the stable part of the system prompt, so its prefix stays cacheable.
+in a message after the conversation, so the system prompt stays cacheable.
 
 Sources (:mod:`.feed_specs`, one class per kind): a built-in source;
 a ``tool``, ``llm``, ``relic`` or ``workflow`` run as an action of that

@@ -465,9 +465,23 @@ class Run:
         system = config.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
+        # The feeds change between cells (a variable defined), so they come
+        # after the conversation: a server's prefix cache then re-reads only
+        # them and this turn, not the whole conversation. Never kept in
+        # self.messages: only the latest turn carries them. A user message,
+        # not a system one: litellm moves every system message into the
+        # leading system prompt for Anthropic and Gemini (which would change
+        # it again), and a user message may follow tool messages anywhere.
+        feeds = config.prompt.feeds_message(context)
+        if feeds:
+            messages.append({"role": "user", "content": feeds})
         schemas = with_output_key(tools.openai_schemas()) if config.protocol == "tools" else None
         return CompletionRequest(
-            messages=messages, tools=schemas, protocol=config.protocol, context=context
+            messages=messages,
+            tools=schemas,
+            protocol=config.protocol,
+            context=context,
+            feed_messages=1 if feeds else 0,
         )
 
     def _note_failures(self, turn: Turn, settled: list[ActionNode]) -> str | None:

@@ -22,9 +22,10 @@ Model
 Prompt
     The runtime builds a :class:`PromptContext` at the start of every turn
     (the agent's tools with their JSON schemas, the internal actions it may
-    use, the rendered context feeds…) and hands it to a
-    :class:`PromptBuilder`. The protocol prompt lives in
-    ``cortex_kernel.llm.prompt``.
+    use, the context feeds' values…) and hands it to a
+    :class:`PromptBuilder`, which writes the system prompt (stable across
+    turns) and the feeds message (this turn's feed values, placed after the
+    conversation). The protocol prompt lives in ``cortex_kernel.llm.prompt``.
 Model resolver
     A :data:`ModelResolver` turns a model name (``llm`` actions may name
     another model) into a :class:`Model`; ``cortex_kernel.llm.resolve_model``
@@ -133,6 +134,9 @@ class CompletionRequest(BaseModel):
     #: What the turn's system prompt offers (tools, agents…): an adapter may
     #: constrain decoding to it (``cortex_kernel.llm.grammar``).
     context: PromptContext | None = None
+    #: How many messages at the end of ``messages`` carry this turn's context
+    #: feeds (0 or 1): rebuilt every turn, never part of the conversation.
+    feed_messages: int = 0
 
 
 class Completion(ABC):
@@ -201,7 +205,7 @@ class FeedSlot(BaseModel):
 
 
 class PromptContext(BaseModel):
-    """Everything a system prompt may show the model for one turn."""
+    """Everything the prompt of one turn may show the model (system prompt and feeds)."""
 
     agent_name: str = "cortex"
     instructions: str = ""
@@ -224,10 +228,20 @@ ModelResolver = Callable[[str], "Model"]
 
 
 class PromptBuilder(Protocol):
-    """Builds the system prompt of a turn."""
+    """Builds the prompt of a turn: the system prompt and the feeds message.
+
+    The system prompt opens the request and should not change while the
+    session's tools and instructions do not, so a server's prefix cache keeps
+    hitting; the context feeds, which change between turns, go in a message
+    of their own after the conversation (docs/runtime.md#the-prompt).
+    """
 
     def system_prompt(self, context: PromptContext) -> str:
-        """Return the system prompt text for ``context``."""
+        """Return the system prompt text for ``context`` (without its feeds)."""
+        ...
+
+    def feeds_message(self, context: PromptContext) -> str:
+        """Return the text of the message that carries ``context.feeds``; ``""`` for none."""
         ...
 
 

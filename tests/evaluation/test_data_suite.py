@@ -23,6 +23,7 @@ from cortex_kernel.evaluation.compare import difference
 from cortex_kernel.evaluation.suite import DATA_SUITE, answer_failure, load_suite, suite_path
 from cortex_kernel.exceptions import ConfigError
 from tests.llm.fake_openai import FakeOpenAI, Reply, text_reply
+from tests.prompt_parts import conversation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -272,7 +273,7 @@ def test_one_task_through_litellm_in_function_calling(tmp_path: Path) -> None:
     """The model is shown the DataFrames as the kernel shows them, and answers from the result."""
 
     def answer(body: dict[str, Any]) -> Reply:
-        result = body["messages"][-1]
+        result = conversation(body["messages"])[-1]  # before the feeds message
         assert result["role"] == "tool"
         return text_reply(f"The North region has {result['content'].splitlines()[0]} orders.")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
+from tests.prompt_parts import feeds_message
 
 from .conftest import Kernel, dump
 
@@ -139,7 +140,7 @@ def test_model_written_sources_are_refused_and_nothing_runs(kernel: Kernel, tmp_
         result = kernel.run("watch the price")
         assert result.status == "ok", dump(result)
         bodies = json.dumps([r.body for r in server.requests])
-        systems = [r.body["messages"][0]["content"] for r in server.requests]
+        feeds = [feeds_message(r.body["messages"]) for r in server.requests]
     # Nothing was imported, nothing was called, no command ran.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.yaml", "canary_feed.py"]
     assert kernel.python("%%python\nprint('canary_feed' in sys.modules)").strip() == "False"
@@ -160,10 +161,10 @@ def test_model_written_sources_are_refused_and_nothing_runs(kernel: Kernel, tmp_
     )
     assert "no feed source named '$src'" in errors["u2"]
     # The user's feed is unchanged but for what the model may set.
-    for system in systems:
-        assert '<feed id="price">\n{"symbol": "XYZ", "price": 7}\n</feed>' in system
+    for sent in feeds:
+        assert '<feed id="price">\n{"symbol": "XYZ", "price": 7}\n</feed>' in sent
         for feed_id in ("q", "flat", "f1", "f2", "f3", "f4"):
-            assert f'<feed id="{feed_id}">' not in system, feed_id
+            assert f'<feed id="{feed_id}">' not in sent, feed_id
     audits = kernel.python(
         "%%python\n"
         "print(sorted((e.id, e.outcome) for e in _run.events if e.type == 'internal_action'))"
@@ -200,13 +201,14 @@ def test_a_source_declared_by_the_manifest_or_the_user_is_chosen_by_name(
         result = kernel.run("watch the price")
         assert result.status == "ok", dump(result)
         systems = [r.body["messages"][0]["content"] for r in server.requests]
+        feeds = [feeds_message(r.body["messages"]) for r in server.requests]
     assert action_errors(kernel) == {}
     # The prompt told the model what it may name.
     assert "`quote` (a price), `stamp`, `system_clock` or `run_status`" in systems[0]
     # The manifest's source with its own parameters; the user's function.
-    assert '<feed id="px">\n{"symbol": "XYZ", "price": 7}\n</feed>' in systems[1]
-    assert '<feed id="st">\nstamp from the user\'s function\n</feed>' in systems[1]
-    assert '<feed id="clock">\n' in systems[1]
+    assert '<feed id="px">\n{"symbol": "XYZ", "price": 7}\n</feed>' in feeds[1]
+    assert '<feed id="st">\nstamp from the user\'s function\n</feed>' in feeds[1]
+    assert '<feed id="clock">\n' in feeds[1]
     listing = kernel.python("%feeds")
     assert "sources a feed the model adds may name: quote (callable:__main__:quote), " in listing
     assert "removed" in kernel.python("%feeds remove-source stamp")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
+from tests.prompt_parts import feeds_message
 
 from .conftest import Kernel, dump
 
@@ -51,9 +52,9 @@ def kernel(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> 
     kernel.shutdown()
 
 
-def feed(system: str, feed_id: str) -> str:
-    """The body of one feed's section of a system prompt."""
-    body = system.split(f'<feed id="{feed_id}">\n', 1)[1]
+def feed(feeds: str, feed_id: str) -> str:
+    """The body of one feed's block in a feeds message."""
+    body = feeds.split(f'<feed id="{feed_id}">\n', 1)[1]
     return body.split("\n</feed>", 1)[0]
 
 
@@ -67,7 +68,7 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
         result = kernel.run("what data do I have?")
         assert result.status == "ok", dump(result)
         bodies = [r.body for r in server.requests]
-    first = feed(bodies[0]["messages"][0]["content"], "notebook_variables")
+    first = feed(feeds_message(bodies[0]["messages"]), "notebook_variables")
     lines = first.splitlines()
     # Names, types and shapes; no value unless the user opts in.
     assert "sales: Frame (shape (3, 2), columns [city, temp])" in lines
@@ -78,7 +79,7 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
     for name in ("_private", "helper", "Frame", "os", "json", "In", "Out", "get_ipython"):
         assert not any(line.startswith(f"{name}:") for line in lines), name
     # The agent's own binding is not the user's variable.
-    second = feed(bodies[1]["messages"][0]["content"], "notebook_variables")
+    second = feed(feeds_message(bodies[1]["messages"]), "notebook_variables")
     assert "made:" not in second and "readings:" in second
     # The secret reached the provider nowhere, nor the transcript.
     assert SECRET not in json.dumps(bodies) and "ghp-not-from" not in json.dumps(bodies)
@@ -119,7 +120,7 @@ def test_notebook_credentials_never_reach_the_provider(kernel: Kernel) -> None:
         server.stream("<response>seen</response>")
         assert kernel.run("and now?").status == "ok"
         bodies = [r.body for r in server.requests]
-    default = feed(bodies[0]["messages"][0]["content"], "notebook_variables").splitlines()
+    default = feed(feeds_message(bodies[0]["messages"]), "notebook_variables").splitlines()
     for line in (
         "creds: dict (len 2)",
         "db_url: str (len 55)",
@@ -131,7 +132,7 @@ def test_notebook_credentials_never_reach_the_provider(kernel: Kernel) -> None:
     ):
         assert line in default, line
     # Opted in: ordinary values show, credentials do not.
-    values = feed(bodies[1]["messages"][0]["content"], "notebook_variables").splitlines()
+    values = feed(feeds_message(bodies[1]["messages"]), "notebook_variables").splitlines()
     assert "city: str (len 4) = 'Oslo'" in values
     assert "readings: list (len 4) = [12, 15, 11, 19]" in values
     assert "creds: dict (len 2) = (hidden: the name looks secret)" in values
@@ -140,11 +141,11 @@ def test_notebook_credentials_never_reach_the_provider(kernel: Kernel) -> None:
     assert "auth_line: str (len 62) = 'Authorization: Bearer ***'" in values
     assert "aws_keys: tuple (len 2) = ('***', '***')" in values
     # Off again: no values.
-    assert "city: str (len 4)" in feed(bodies[2]["messages"][0]["content"], "notebook_variables")
+    assert "city: str (len 4)" in feed(feeds_message(bodies[2]["messages"]), "notebook_variables")
     sent = json.dumps(bodies)
     for part in CREDENTIAL_PARTS:
         assert part not in sent, part
-    assert "'Oslo'" not in bodies[2]["messages"][0]["content"]
+    assert "'Oslo'" not in feeds_message(bodies[2]["messages"])
     kernel.python("%%python\ndel creds, db_url, request_headers, auth_line, aws_keys, city")
 
 
@@ -161,11 +162,12 @@ def test_feeds_magic_adds_shows_and_removes(kernel: Kernel) -> None:
         server.stream("<response>seen</response>")
         result = kernel.run("price?")
         assert result.status == "ok", dump(result)
-        system = server.requests[0].body["messages"][0]["content"]
-    assert feed(system, "quote").strip() == '{"symbol": "XYZ", "price": 7}'
-    # Feeds in id order, after the stable part of the prompt.
-    assert system.index('<feed id="notebook_variables">') < system.index('<feed id="quote">')
-    assert system.index("# Context feeds") > system.index("# Tools")
+        messages = server.requests[0].body["messages"]
+    feeds = feeds_message(messages)
+    assert feed(feeds, "quote").strip() == '{"symbol": "XYZ", "price": 7}'
+    # Feeds in id order, after the conversation; the system prompt has none.
+    assert feeds.index('<feed id="notebook_variables">') < feeds.index('<feed id="quote">')
+    assert "<feed" not in messages[0]["content"]
     row = next(line for line in kernel.python("%feeds").splitlines() if line.startswith("quote"))
     cells = row.split()
     assert cells[1:3] == ["on_demand", "callable:__main__:quote"]

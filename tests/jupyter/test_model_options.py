@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
+from tests.prompt_parts import conversation
 
 from .conftest import Kernel, dump
 
@@ -84,7 +85,7 @@ def test_agent_cell_options_apply_to_that_cell_only(cortex: Kernel, server: Fake
     assert (first["temperature"], first["max_tokens"]) == (0.5, 99)
     # The notebook agent's in-kernel python, then the notebook's @tool.
     assert [t["function"]["name"] for t in first["tools"]] == ["python", "double"]
-    assert second["messages"][-1] == {
+    assert conversation(second["messages"])[-1] == {
         "role": "tool",
         "tool_call_id": "call_1",
         "content": "double(n=21) returned: 42",

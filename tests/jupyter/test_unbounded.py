@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
+from tests.prompt_parts import conversation
 
 from .conftest import Kernel, dump
 
@@ -92,7 +93,7 @@ def test_native_tool_results_count_against_the_turn_budget(kernel: Kernel) -> No
         for i, m in enumerate(results)
     )
     assert "the full value is in $call_7" in results[7]["content"]
-    note = messages[-1]
+    note = conversation(messages)[-1]  # the feeds message comes after it
     assert note["role"] == "user"
     assert "[results cut to fit this turn's budget of about 8000 tokens" in note["content"]
 

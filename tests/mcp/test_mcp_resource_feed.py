@@ -1,4 +1,4 @@
-"""An ``mcp_resource`` context feed: a real SDK server's resource read into the system prompt."""
+"""An ``mcp_resource`` context feed: a real SDK server's resource read into the feeds message."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from cortex_kernel.agent import build_session, mcp_hub
 from cortex_kernel.exceptions import ToolError
 from cortex_kernel.runtime.feeds import FeedSpec
-from tests.runtime.test_internal_actions import Recording, system
+from tests.runtime.test_internal_actions import Recording, feeds_of
 
 from .support import stdio_entry, write_manifest
 
@@ -40,7 +40,7 @@ async def test_a_resource_feeds_the_prompt_and_a_failing_one_shows_its_error(
     async with session:
         result = await session.run("go")
         assert result.status == "ok", result.message
-        prompt = system(model, 0)
+        prompt = feeds_of(model, 0)
         assert '<feed id="note">' in prompt and "note of the day: ship it" in prompt
         bad = prompt[prompt.index('<feed id="bad">') :]
         assert "(unavailable: " in bad and "Error reading resource notes://broken" in bad

@@ -18,7 +18,7 @@ from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, feed_spec
 
 from . import feed_sources
 from .feed_sources import TICKER
-from .test_internal_actions import Recording, replay, system
+from .test_internal_actions import Recording, feeds_of, replay
 
 pytestmark = pytest.mark.anyio
 
@@ -55,8 +55,8 @@ async def test_a_later_turn_reads_the_value_refreshed_in_the_background(tmp_path
     assert result.status == "ok", result.message
     # The first turn fetched the first value; the background refreshed it while
     # the tool ran, and the next turn read the fresh value without fetching.
-    assert feed_text(system(model, 0), "ticks") == "tick 1"
-    second = int(feed_text(system(model, 1), "ticks").removeprefix("tick "))
+    assert feed_text(feeds_of(model, 0), "ticks") == "tick 1"
+    second = int(feed_text(feeds_of(model, 1), "ticks").removeprefix("tick "))
     assert second >= 3
     updates = [e for e in result.events if e.type == "feed_updated"]
     assert len(updates) >= 3 and all(u.error is None for u in updates)  # type: ignore[union-attr]
@@ -74,9 +74,9 @@ async def test_a_failing_periodic_refresh_shows_its_error_and_the_run_goes_on(
     s = periodic_session(tmp_path, model)
     result = await s.run("watch")
     assert result.status == "ok" and result.answer == "still here"
-    assert feed_text(system(model, 0), "ticks") == "tick 1"
+    assert feed_text(feeds_of(model, 0), "ticks") == "tick 1"
     assert (
-        feed_text(system(model, 1), "ticks")
+        feed_text(feeds_of(model, 1), "ticks")
         == "(unavailable: ConnectionError: ticker down at call 2)"
     )
     errors = [e.error for e in result.events if e.type == "feed_updated"]  # type: ignore[union-attr]
@@ -118,7 +118,7 @@ async def test_a_turn_waits_for_a_first_value_already_in_flight(tmp_path: Path) 
     model = replay(tmp_path, "<response>done</response>")
     s = build_session(model, transcript_dir=tmp_path, feeds=feeds)
     await s.run("go")
-    assert {feed_text(system(model, 0), "a"), feed_text(system(model, 0), "b")} == {
+    assert {feed_text(feeds_of(model, 0), "a"), feed_text(feeds_of(model, 0), "b")} == {
         "tick 1",
         "tick 2",
     }
@@ -138,7 +138,7 @@ async def test_llm_source_uses_the_agents_model(tmp_path: Path) -> None:
     result = await s.run("how are markets?")
     assert result.status == "ok" and result.answer == "noted"
     assert model.requests[0].messages[-1]["content"] == "Summarise the market in one line."
-    prompt = system(model, 1)
+    prompt = feeds_of(model, 1)
     assert '<feed id="mood">\nMarkets are calm.' in prompt
     # A model the agent may not use: the slot says why; nothing was called for it.
     assert (
@@ -180,7 +180,7 @@ async def test_workflow_source_and_a_failing_step(tmp_path: Path) -> None:
     s.config = s.config.replace(model=model)
     result = await s.run("go")
     assert result.status == "ok", result.message
-    prompt = system(model, 0)
+    prompt = feeds_of(model, 0)
     assert '<feed id="totals">\n{"total": 13}' in prompt
     assert "<feed id=\"wrecked\">\n(unavailable: workflow 'broken' failed at step 'bad'" in prompt
     updated = {e.feed_id: e.error for e in result.events if e.type == "feed_updated"}  # type: ignore[union-attr]
@@ -198,7 +198,7 @@ async def test_a_slow_source_times_out_in_its_slot(tmp_path: Path) -> None:
     assert result.status == "ok"
     assert (
         '<feed id="slow">\n(unavailable: the source took more than 0.05 s (timed out))'
-        in system(model, 0)
+        in feeds_of(model, 0)
     )
     assert TICKER.cancelled == 1
     await s.aclose()
@@ -238,11 +238,11 @@ async def test_relic_source_reads_a_live_relic(tmp_path: Path) -> None:
     result = await s.run("remember Lyon")
     assert result.status == "ok", result.message
     # ttl 0: every turn reads the relic; the second turn sees what the first stored.
-    assert feed_text(system(model, 0), "city") == "null"
-    assert feed_text(system(model, 1), "city") == "Lyon"
+    assert feed_text(feeds_of(model, 0), "city") == "null"
+    assert feed_text(feeds_of(model, 1), "city") == "Lyon"
     # A bad operation or an unknown relic: the refusal in the slot, the turn goes on.
-    assert "(unavailable: relic 'store' has no operation 'explode'" in system(model, 0)
-    assert "<feed id=\"ghost\">\n(unavailable: unknown relic 'nowhere'; relics: store)" in system(
+    assert "(unavailable: relic 'store' has no operation 'explode'" in feeds_of(model, 0)
+    assert "<feed id=\"ghost\">\n(unavailable: unknown relic 'nowhere'; relics: store)" in feeds_of(
         model, 0
     )
     await s.aclose()

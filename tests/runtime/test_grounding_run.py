@@ -63,6 +63,9 @@ class _Prompt:
     def system_prompt(self, context: Any) -> str:
         return "You are a test."
 
+    def feeds_message(self, context: Any) -> str:
+        return ""
+
 
 def finished(result: Any) -> Any:
     return next(e for e in result.events if e.type == "run_finished")

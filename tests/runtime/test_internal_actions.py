@@ -15,6 +15,7 @@ from cortex_kernel.llm.replay import ReplayModel
 from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, truncate
 from cortex_kernel.runtime.ports import Completion, CompletionRequest
 from cortex_kernel.runtime.run_events import parse_event
+from tests.prompt_parts import conversation, feeds_message
 
 from . import feed_sources
 
@@ -48,8 +49,9 @@ def audits(result: Any) -> list[tuple[str, str]]:
     return [(e.name, e.outcome) for e in result.events if e.type == "internal_action"]
 
 
-def system(model: Recording, turn: int) -> str:
-    return str(model.requests[turn].messages[0]["content"])
+def feeds_of(model: Recording, turn: int) -> str:
+    """The feeds message of request ``turn`` (after its conversation), ``""`` for none."""
+    return feeds_message(model.requests[turn].messages)
 
 
 def test_defaults_follow_the_spec() -> None:
@@ -119,15 +121,15 @@ async def test_all_seven_operations_when_allowed(tmp_path: Path) -> None:
         ("clear_context", "ok"),
     ]
     # The feed is in the prompt from the turn after it was added, after the stable part.
-    assert '<feed id="quote">' not in system(model, 0)
-    prompt = system(model, 1)
+    assert '<feed id="quote">' not in feeds_of(model, 0)
+    prompt = feeds_of(model, 1)
     assert '<feed id="quote">' in prompt and '"price": 101' in prompt
-    assert prompt.index("# Context feeds") > prompt.index("# Internal actions")
-    listed = model.requests[2].messages[-1]["content"]
+    assert "<feed" not in str(model.requests[1].messages[0]["content"])  # the system prompt
+    listed = conversation(model.requests[2].messages)[-1]["content"]
     assert '"id": "quote"' in listed and '"type": "on_demand"' in listed
     # ttl=3600: the cached value served turn 3; the update forced a new fetch.
     assert feed_sources.CALLS == ["ACME", "ACME"]
-    assert '"symbol": "ACME"' in system(model, 3)
+    assert '"symbol": "ACME"' in feeds_of(model, 3)
     # delete_variable ran; the remove in the same turn was cut (sync) and never ran.
     assert "note" not in s.variables
     # clear_context dropped the earlier cell from the next turn's messages.
@@ -153,7 +155,7 @@ async def test_context_feed_element_and_failing_source(tmp_path: Path) -> None:
     s.feeds.declare_source("flaky", {"callable": "tests.runtime.feed_sources:broken"})
     result = await s.run("go")
     assert result.status == "ok"
-    prompt = system(model, 1)
+    prompt = feeds_of(model, 1)
     assert '<feed id="clock">' in prompt and " UTC (" in prompt
     assert '<feed id="down">\n(unavailable: ConnectionError: quote service down)' in prompt
     errors = [e.message for e in result.events if e.type == "action_error"]
@@ -228,8 +230,8 @@ async def test_tool_feed_and_run_status(tmp_path: Path) -> None:
 
     result = await s.run("go")
     assert result.status == "ok"
-    assert '<feed id="sum">\n5' in system(model, 1)
-    assert '"turn": 3' in system(model, 2) and '"succeeded": 2' in system(model, 2)
+    assert '<feed id="sum">\n5' in feeds_of(model, 1)
+    assert '"turn": 3' in feeds_of(model, 2) and '"succeeded": 2' in feeds_of(model, 2)
     await s.aclose()
 
 
@@ -253,7 +255,7 @@ async def test_feed_limits_in_the_prompt(tmp_path: Path) -> None:
     model = replay(tmp_path, "<response>done</response>")
     s = build_session(model, transcript_dir=tmp_path, feeds=feeds)
     await s.run("go")
-    prompt = system(model, 0)
+    prompt = feeds_of(model, 0)
     assert '<feed id="big">' in prompt and "[truncated: " in prompt
     assert len(prompt.split('<feed id="big">')[1]) < 400
     await s.aclose()

@@ -199,3 +199,28 @@ async def test_replayed_tool_calls_through_a_session(tmp_path: Path) -> None:
     }
     assert history[1]["content"] == ""  # the calls travel as tool_calls, not twice
     await s.aclose()
+
+
+async def test_a_replay_restarted_each_run_plays_every_turn_with_feeds(tmp_path: Path) -> None:
+    # The demo model restarts at a run's first turn, told apart by its last
+    # message: the feeds message after the results must not read as a new run.
+    from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec
+
+    source = write(
+        tmp_path / "t.jsonl",
+        {
+            "content": '<action type="internal" mode="sync" id="s">{"name": "set_variable", '
+            '"parameters": {"name": "v", "value": 7}}</action>'
+        },
+        {"content": "<response>v is $v</response>"},
+    )
+    model = ReplayModel(source)
+    model.restart_each_run = True
+    clock = FeedRegistry([FeedSpec(id="system_clock", type="internal")])
+    s = build_session(model, feeds=clock, transcript_dir=tmp_path / "tr")
+    for cell in ("first", "second"):
+        result = await s.run(cell)
+        assert (result.status, result.answer) == ("ok", "v is 7"), result.message
+        turns = [e for e in result.events if e.type == "turn_ended"]
+        assert [t.reason for t in turns] == ["sync_action", "stream_end"]
+    await s.aclose()

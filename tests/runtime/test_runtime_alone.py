@@ -61,6 +61,9 @@ class Prompt:
         self.contexts.append(context)
         return "You are a test."
 
+    def feeds_message(self, context: PromptContext) -> str:
+        return ""
+
 
 def tool(action_id: str, name: str, mode: str = "sync", extra: str = "", **parameters: Any) -> str:
     body = json.dumps({"name": name, "parameters": parameters})
