@@ -210,8 +210,9 @@ _NARROWED = re.compile(
     r"|at|on|per|having|sold|had|have|has|exceed\w*|out)\b"
     r"(?![ \t]+(?:total|all|the\s+(?:data|dataset|table|frame|dataframe|df|file|sheet)\b))"
 )
-# "regions: 4", "n_regions = 4" in a result's text.
-_NAMED_NUMBER = re.compile(r"([A-Za-z][A-Za-z_]*)[ \t]*[:=][ \t]*(\d{1,9})(?![\d.,])")
+# "regions: 4", "n_regions = 4" in a result's text. A name starts a word: tried
+# from inside a long run of letters, every start would rescan it (quadratic).
+_NAMED_NUMBER = re.compile(r"(?<![A-Za-z_])([A-Za-z][A-Za-z_]*)[ \t]*[:=][ \t]*(\d{1,9})(?![\d.,])")
 # A line holding only an integer: a printed count (`print(df.region.nunique())`).
 _LONE_INTEGER = re.compile(r"^[ \t]*(\d{1,9})[ \t]*$", re.M)
 # A pandas repr (printed Series or grouped frame): its index name alone on a line,
