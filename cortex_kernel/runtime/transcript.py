@@ -20,7 +20,8 @@ turn, which is not an event::
 ``opening`` holds the messages the turn answered, as the model got them
 (the user's message, the results of the last turn's actions or the tool
 messages of its calls, a repair request), so a transcript shows what the
-model saw as well as what it wrote.
+model saw as well as what it wrote; never the feeds message that followed
+them (rebuilt every turn; a feed's fetches are ``feed_updated`` events).
 When the adapter read tool calls out of the model's text (function calling
 with a server that returns calls as text), ``written`` holds that text as the
 model wrote it, the result it imagined after its calls included.
