@@ -90,6 +90,7 @@ SWEPT = (
     "cortex_kernel.executors",
     "cortex_kernel.jupyter",
     "cortex_kernel.evaluation",
+    "cortex_kernel.llm",
 )
 #: Public for users, though no other package of the project imports them.
 DOCUMENTED = {

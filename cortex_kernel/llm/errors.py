@@ -64,7 +64,7 @@ from ..exceptions import (
 )
 from ..redaction import PROVIDER_KEY_ENV, redact
 
-__all__ = ["redact"]  # prompt.py imports it from here
+__all__: list[str] = []  # used inside the llm package only
 
 # litellm stacks class names in front of the provider's words:
 # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down".

@@ -37,20 +37,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..redaction import redact
 from ..runtime.ports import PromptContext
-from .errors import redact
 from .grammar import INTERNAL_PARAMETERS
 
 _FEED_END = re.compile(r"</feed", re.IGNORECASE)
 
-__all__ = [
-    "PROMPT_VERSION",
-    "PROTOCOL_LESSON",
-    "WORKED_EXAMPLE",
-    "WORKED_EXAMPLE_RESULTS",
-    "WORKED_EXAMPLE_TURNS",
-    "ProtocolPrompt",
-]
+__all__ = ["PROMPT_VERSION", "ProtocolPrompt"]
 
 #: Bump on any change to the text below. Version 3 is version 2's lesson with
 #: the context feeds moved out of the system prompt, after the conversation.
