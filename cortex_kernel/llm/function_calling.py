@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ..protocol import loads_lenient
 from ..runtime.ports import ToolCall
 
 __all__: list[str] = []  # used inside the llm package only
@@ -163,7 +164,12 @@ def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
         try:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError:
-            return []
+            # The rest as one value, leniently: small models wrap code in
+            # Python's triple quotes (`"code": """…"""`), which JSON has not.
+            lenient = loads_lenient(text[position:])
+            if not lenient.ok:
+                return []
+            value, position = lenient.value, len(text)
         for item in value if isinstance(value, list) else [value]:
             if not _is_call(item, names):
                 return []

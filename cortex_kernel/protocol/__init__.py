@@ -7,6 +7,7 @@ Of ``cortex_kernel`` it imports only the base-layer helper ``safejson``
 
 from __future__ import annotations
 
+from ._jsonrepair import JsonResult, loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 from .parser import Parser
 from .parser_events import (
@@ -41,6 +42,7 @@ __all__ = [
     "ContextFeedDecl",
     "FeedType",
     "IdAllocator",
+    "JsonResult",
     "Parser",
     "ParserEvent",
     "ParserEventBase",
@@ -53,6 +55,7 @@ __all__ = [
     "ThoughtEnd",
     "ThoughtStart",
     "WarningEvent",
+    "loads_lenient",
     "parse_parser_event",
 ]
 

@@ -9,6 +9,8 @@ parser can report it in a ``warning`` event:
 - trailing commas before ``}`` or ``]``;
 - Python literals ``True``/``False``/``None`` outside strings;
 - raw control characters (newlines, tabs) inside strings;
+- Python's triple-quoted strings (``"code": \"\"\"...\"\"\"``), which small models
+  write around code: the text between the quotes, as written;
 - lone surrogates written as escapes (``"\\ud800"``), which no event could
   serialise, replaced by U+FFFD.
 
@@ -23,7 +25,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
-__all__: list[str] = []  # used inside the protocol package only
+__all__ = ["JsonResult", "loads_lenient"]  # re-exported by the package
 
 _FENCE_OPEN_RE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\r?\n?")
 _FENCE_CLOSE_RE = re.compile(r"\r?\n?[ \t]*```\s*\Z")
@@ -60,6 +62,22 @@ def _describe(exc: json.JSONDecodeError) -> str:
     return f"invalid JSON at line {exc.lineno} column {exc.colno} (char {exc.pos}): {exc.msg}"
 
 
+def _single_quoted(text: str, i: int) -> tuple[str, int]:
+    """The single-quoted string at ``text[i]`` as JSON, and where its closing quote is."""
+    n = len(text)
+    j = i + 1
+    chars: list[str] = []
+    while j < n and text[j] != "'":
+        if text[j] == "\\" and j + 1 < n:
+            nxt = text[j + 1]
+            chars.append("'" if nxt == "'" else "\\" + nxt)
+            j += 2
+            continue
+        chars.append('\\"' if text[j] == '"' else text[j])
+        j += 1
+    return '"' + "".join(chars) + '"', j
+
+
 def _rewrite(text: str) -> tuple[str, list[str]]:
     """Convert single-quoted strings, drop trailing commas, map Python literals.
 
@@ -80,6 +98,16 @@ def _rewrite(text: str) -> tuple[str, list[str]]:
 
     while i < n:
         c = text[i]
+        if c in "\"'" and text.startswith(c * 3, i):
+            close = text.find(c * 3, i + 3)
+            if close >= 0:
+                flush_plain(i)
+                # As written: the model meant the code's own text (its `\\n` stays `\\n`).
+                out.append(json.dumps(text[i + 3 : close], ensure_ascii=False))
+                if "triple-quoted strings" not in repairs:
+                    repairs.append("triple-quoted strings")
+                i = plain_start = close + 3
+                continue
         if c == '"':
             flush_plain(i)
             j = i + 1
@@ -89,17 +117,8 @@ def _rewrite(text: str) -> tuple[str, list[str]]:
             i = plain_start = j + 1
         elif c == "'":
             flush_plain(i)
-            j = i + 1
-            chars: list[str] = []
-            while j < n and text[j] != "'":
-                if text[j] == "\\" and j + 1 < n:
-                    nxt = text[j + 1]
-                    chars.append("'" if nxt == "'" else "\\" + nxt)
-                    j += 2
-                    continue
-                chars.append('\\"' if text[j] == '"' else text[j])
-                j += 1
-            out.append('"' + "".join(chars) + '"')
+            string, j = _single_quoted(text, i)
+            out.append(string)
             if "single quotes" not in repairs:
                 repairs.append("single quotes")
             i = plain_start = j + 1

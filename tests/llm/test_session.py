@@ -243,6 +243,34 @@ async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
     assert "add" not in result.answer
 
 
+async def test_a_text_call_with_code_in_python_triple_quotes_runs(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # What Qwen2.5-Coder-1.5B wrote for a question about a DataFrame: JSON
+    # with the code in Python's triple quotes, which strict JSON refuses.
+    tools = ToolRegistry()
+
+    @tools.register
+    def python(code: str) -> str:
+        """Run Python code."""
+        return f"ran {len(code.splitlines())} lines"
+
+    server.stream(
+        '```json\n{\n  "name": "python",\n  "arguments": {\n    "code": """\n'
+        "n = sales[sales['region'] == 'North'].shape[0]\nprint(n)\n\"\"\"\n  }\n}\n```"
+    )
+    server.stream("Done.")
+    session = tools_session(server, tmp_path, tools)
+    result = await session.run("how many sales in the North?")
+    assert result.status == "ok", result.message
+    sent = server.requests[1].body["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    code = "\nn = sales[sales['region'] == 'North'].shape[0]\nprint(n)\n"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"code": code}
+    [reply] = [m["content"] for m in sent if m["role"] == "tool"]
+    assert reply.startswith("python(code=") and reply.endswith("returned: ran 3 lines")
+
+
 async def test_text_calls_over_several_turns_get_their_own_ids(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -54,3 +54,17 @@ def test_escaped_lone_surrogates_are_replaced() -> None:
 
 def test_escaped_surrogate_pairs_need_no_repair() -> None:
     assert loads_lenient('{"a": "\\ud83d\\ude00"}') == (True, {"a": "\U0001f600"}, (), "")
+
+
+def test_python_triple_quoted_strings_become_json_strings_as_written() -> None:
+    # Qwen2.5-Coder-1.5B wraps code in Python's triple quotes; `\n` in the
+    # code is the code's own escape and must reach it unchanged.
+    text = '{"code": """\nx = df[df[\'a\'] == "N"]\nprint("a\\nb")\n""", "n": \'\'\'1\'\'\'}'
+    result = loads_lenient(text)
+    assert result.ok, result.error
+    assert result.value == {"code": '\nx = df[df[\'a\'] == "N"]\nprint("a\\nb")\n', "n": "1"}
+    assert "triple-quoted strings" in result.repairs
+
+
+def test_triple_quotes_inside_a_json_string_are_left_alone() -> None:
+    assert loads_lenient('{"doc": "say \\"\\"\\"hi\\"\\"\\""}').value == {"doc": 'say """hi"""'}
