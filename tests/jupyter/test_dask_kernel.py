@@ -74,8 +74,9 @@ def test_dask_tools_from_a_notebook_client_and_an_interrupt_that_leaves_nothing(
         assert len(placed) == 2 and all(" on tcp://" in line for line in placed), final
         assert {line.split(" on ")[1].split()[0] for line in placed} <= workers
         # A run interrupted while both workers spin (a third call queued behind
-        # them; different arguments, as identical calls of a turn run once). The calls would spin for 10 minutes: a reply within the wait
-        # below means the interrupt did not wait for them.
+        # them; different arguments, as identical calls of a turn run once).
+        # The calls would spin for 10 minutes: a reply within the wait below
+        # means the interrupt did not wait for them.
         msg_id = cortex.send(
             f"%%agent --model replay:{spins(tmp_path / 'slow.jsonl', 600, 601, 602)}\ngo"
         )
