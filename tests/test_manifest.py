@@ -98,6 +98,14 @@ def test_a_tool_of_no_kind_says_what_a_tool_needs(tmp_path: Path) -> None:
     assert "m.yaml:2: tools[0]: a tool needs exactly one of 'callable'" in text
 
 
+def test_preview_chars_still_loads_and_says_it_does_nothing(tmp_path: Path) -> None:
+    # It was accepted until 0.3.0 and never changed a preview.
+    path = write(tmp_path, "m.yaml", "executors: {preview_chars: 500, max_output_bytes: 9}\n")
+    with pytest.warns(FutureWarning, match="preview_chars is ignored"):
+        manifest = load_manifest(path)
+    assert manifest.agents[0].executors.max_output_bytes == 9
+
+
 def test_toml_error_names_the_field_without_a_line(tmp_path: Path) -> None:
     text = message(write(tmp_path, "m.toml", "[limits]\nmax_turns = 0\n"))
     assert text.endswith(

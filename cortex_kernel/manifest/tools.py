@@ -9,10 +9,11 @@ the built-in tools on, ``confirm:`` makes classes of tools ask a human, and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from ..executors.docker import DockerSpec
 from ..executors.memory import MEMORY_PATTERN, memory_bytes
@@ -203,7 +204,20 @@ class ExecutorSettings(Strict):
     workspace: str = Field(default=".", description="directory for files and mounts")
     docker: DockerSettings = DockerSettings()
     max_output_bytes: int = Field(default=10_000_000, ge=1)
-    preview_chars: int = Field(default=2000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ignore_preview_chars(cls, data: Any) -> Any:
+        # `preview_chars` (until 0.3.0) was accepted and never changed any
+        # preview: a manifest that sets it still loads, and is told so.
+        if isinstance(data, Mapping) and "preview_chars" in data:
+            warnings.warn(
+                "executors.preview_chars is ignored (it never changed a preview); remove it",
+                FutureWarning,
+                stacklevel=2,
+            )
+            data = {key: value for key, value in data.items() if key != "preview_chars"}
+        return data
 
 
 class ExecutorSpec(Strict):
