@@ -245,16 +245,11 @@ class Scheduler:
             # Rule 5: a retry under the id of an action that did not succeed is a
             # new attempt; the old node is settled and reported already.
             self._retire(earlier)
-            self._emit(
-                WarningEvent(
-                    span=(0, 0),
-                    t=now,
-                    id=action.id,
-                    message=(
-                        f"action id '{action.id}' reused: the earlier action {earlier.state.value}"
-                        "; this one is a new attempt under the same id"
-                    ),
-                )
+            self._warn(
+                action.id,
+                now,
+                f"action id '{action.id}' reused: the earlier action {earlier.state.value}"
+                "; this one is a new attempt under the same id",
             )
         deps = list(dict.fromkeys(action.depends_on))
         refs = find_references(action.body)
@@ -326,18 +321,13 @@ class Scheduler:
             )
         )
         if first is not None:
-            self._emit(
-                WarningEvent(
-                    span=(0, 0),
-                    t=now,
-                    id=action.id,
-                    message=(
-                        f"action '{action.id}' repeats action '{first.id}' (the same call to "
-                        f"tool '{action.body.get('name')}' in this turn): it is not run again "
-                        f"and gets the result of '{first.id}'"
-                    ),
-                    details={"repeats": first.id},
-                )
+            self._warn(
+                action.id,
+                now,
+                f"action '{action.id}' repeats action '{first.id}' (the same call to "
+                f"tool '{action.body.get('name')}' in this turn): it is not run again "
+                f"and gets the result of '{first.id}'",
+                details={"repeats": first.id},
             )
         self._register(node)
         for dep_id in list(node.waiting):
@@ -348,6 +338,14 @@ class Scheduler:
         if not node.waiting and not node.missing:
             self._make_ready(node)
         return node
+
+    def _warn(
+        self, action_id: str, now: float, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        """A warning about an action that is not the model's text (no span)."""
+        self._emit(
+            WarningEvent(span=(0, 0), t=now, id=action_id, message=message, details=details or {})
+        )
 
     def _call_key(self, action: Action, refs: list[Reference]) -> tuple[Any, ...] | None:
         """What a ``tool`` action asks, to find a repeat of it in the turn.
