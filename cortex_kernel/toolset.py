@@ -191,9 +191,7 @@ def _code_tool(
         review = notebook.review
         description = (
             "Run Python in the notebook's own namespace: the user's variables (DataFrames, "
-            "models, everything defined; the notebook_variables feed lists them) are already "
-            "there: use them by name, never load them from a file. What the code binds stays. "
-            "Returns "
+            "models, everything defined) are there, and what the code binds stays. Returns "
             "its stdout, the last expression's value and what it changed; matplotlib "
             "figures are shown to the user"
         )
