@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import docker.errors
 import pytest
 
 from cortex_kernel.executors.docker import LOG_LIMIT, OWNER_LABEL, owner
@@ -49,7 +50,12 @@ async def created(token: str, running: bool = False) -> Any:
     with anyio.fail_after(60):
         # The container is made by another task or process: the engine is polled.
         while True:
-            found = our_containers(token)
+            try:
+                found = our_containers(token)
+            except docker.errors.NotFound:
+                # Listed, then gone before docker-py inspected it (a container
+                # the engine or a sweep removed meanwhile): list again.
+                found = []
             if found and (not running or found[0].status == "running"):
                 return found[0]
             await anyio.sleep(0.05)

@@ -353,6 +353,7 @@ async def test_a_sub_agent_uses_the_owners_registry(tmp_path: Path) -> None:
 
 
 async def test_a_feed_reads_a_relic_and_the_prompt_lists_its_operations(tmp_path: Path) -> None:
+    from tests.prompt_parts import feeds_message
     from tests.runtime.test_internal_actions import replay as recording
 
     path = tmp_path / "agent.yaml"
@@ -374,6 +375,9 @@ async def test_a_feed_reads_a_relic_and_the_prompt_lists_its_operations(tmp_path
         first, second = (str(r.messages[0]["content"]) for r in model.requests)
         assert "# Relics (type=relic)" in first and "- `store`: the user's notes" in first
         assert '"set": {"description": "Store ``value``' in first  # operations with schemas
-        assert '<feed id="memo">' in second and "buy milk" in second and "buy milk" not in first
+        # The feeds come after the conversation, current as of each turn.
+        before, after = (feeds_message(r.messages) for r in model.requests)
+        assert '<feed id="memo">' in after and "buy milk" in after and "buy milk" not in before
+        assert first == second  # the system prompt stays the same
     finally:
         await s.aclose()
