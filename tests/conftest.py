@@ -1,11 +1,31 @@
-"""Shared test settings: an ``on_event`` callback that raises fails the test."""
+"""Shared test settings: transcripts go to a temp folder; a raising ``on_event`` fails a test."""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _transcripts_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs of the whole session write their transcripts to a temp folder.
+
+    Set in ``os.environ`` so that kernels and processes the tests start
+    inherit it; the user's own state folder is never written. A test that
+    sets ``CORTEX_TRANSCRIPT_DIR`` itself (or removes it) still wins.
+    """
+    before = os.environ.get("CORTEX_TRANSCRIPT_DIR")
+    os.environ["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path_factory.mktemp("transcripts"))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CORTEX_TRANSCRIPT_DIR", None)
+        else:
+            os.environ["CORTEX_TRANSCRIPT_DIR"] = before
 
 
 class _Records(logging.Handler):
