@@ -6,13 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+from tests.replays import write_turns
 from tests.test_cli import cli
 
 
 def turns(tmp_path: Path, *contents: str) -> Path:
-    path = tmp_path / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": c}) + "\n" for c in contents), encoding="utf-8")
-    return path
+    return write_turns(tmp_path / "turns.jsonl", *contents)
 
 
 CALL = (

@@ -18,12 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.replays import write_turns
 from tests.test_cli import cli
-
-
-def write_turns(path: Path, *contents: str) -> Path:
-    path.write_text("".join(json.dumps({"content": c}) + "\n" for c in contents), encoding="utf-8")
-    return path
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ import anyio
 import psutil
 import pytest
 
+from tests.replays import write_turns
+
 distributed = pytest.importorskip("distributed")
 
 from cortex_kernel.agent import build_session  # noqa: E402
@@ -61,7 +63,7 @@ def action(action_id: str, name: str, mode: str = "async", **parameters: Any) ->
 
 def manifest(tmp_path: Path, turns: list[str], executor: str, tools: str = "") -> Path:
     replay = tmp_path / "turns.jsonl"
-    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(replay, *turns)
     path = tmp_path / "agent.yaml"
     path.write_text(
         f"model: 'replay:{replay}'\nexecutor: {executor}\n"

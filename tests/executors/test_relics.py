@@ -22,6 +22,7 @@ from cortex_kernel.exceptions import ConfigError
 from cortex_kernel.executors.relic import RelicRegistry
 from cortex_kernel.manifest import load_manifest
 from cortex_kernel.runtime.session import Session
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.anyio
 
@@ -61,9 +62,7 @@ def relic(action_id: str, name: str, operation: str, mode: str = "async", **para
 
 
 def turns_file(folder: Path, name: str, *turns: str) -> Path:
-    path = folder / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return path
+    return write_turns(folder / f"{name}.jsonl", *turns)
 
 
 def session(tmp_path: Path, registry: RelicRegistry | None = None) -> Session:

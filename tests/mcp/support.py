@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from tests.replays import write_turns
+
 SERVER = Path(__file__).with_name("server.py")
 
 
@@ -30,7 +32,7 @@ def write_manifest(
 ) -> Path:
     """A JSON manifest whose replay model plays ``turns``."""
     replay = tmp_path / "turns.jsonl"
-    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(replay, *turns)
     path = tmp_path / "agent.json"
     body = {"name": "mcp-test", "model": f"replay:{replay}", "mcp_servers": servers, **fields}
     path.write_text(json.dumps(body), encoding="utf-8")

@@ -18,6 +18,7 @@ from cortex_kernel.agent import build_session
 from cortex_kernel.runtime.drift import schema_as_parameters_message, tool_signature
 from cortex_kernel.runtime.run_result import RunResult
 from cortex_kernel.runtime.tools import closest_names, unknown_tool_message
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,7 @@ def action(name: str, mode: str = "sync", attrs: str = "", **parameters: Any) ->
 
 async def replay(tmp_path: Path, turns: list[str], message: str = "go") -> tuple[RunResult, Any]:
     path = tmp_path / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns))
+    write_turns(path, *turns)
     namespace: dict[str, Any] = {}
     session = build_session(model=f"replay:{path}", namespace=namespace, transcript_dir=tmp_path)
     session.tools.register(population)

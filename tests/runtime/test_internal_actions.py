@@ -16,6 +16,7 @@ from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec, truncate
 from cortex_kernel.runtime.ports import Completion, CompletionRequest
 from cortex_kernel.runtime.run_events import parse_event
 from tests.prompt_parts import conversation, feeds_message
+from tests.replays import write_turns
 
 from . import feed_sources
 
@@ -36,7 +37,7 @@ class Recording(ReplayModel):
 
 def replay(tmp_path: Path, *turns: str) -> Recording:
     path = tmp_path / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(path, *turns)
     return Recording(path)
 
 

@@ -17,6 +17,7 @@ from cortex_kernel.agent import build_session
 from cortex_kernel.llm.replay import ReplayModel
 from cortex_kernel.runtime.run_result import RunResult
 from cortex_kernel.runtime.tools import ToolRegistry
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.anyio
 async def replay(tmp_path: Path, *turns: str) -> tuple[RunResult, list[dict[str, Any]]]:
     """Run one message against a replay of ``turns``; return the result and its calls."""
     source = tmp_path / "drift.jsonl"
-    source.write_text("".join(json.dumps({"content": turn}) + "\n" for turn in turns))
+    write_turns(source, *turns)
     calls: list[dict[str, Any]] = []
     tools = ToolRegistry()
 

@@ -17,6 +17,7 @@ import pytest
 from cortex_kernel import tool
 from cortex_kernel.agent import build_session
 from cortex_kernel.runtime.run_result import RunResult
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,7 @@ def call(id_: str, mode: str = "async", key: str = "", **parameters: Any) -> str
 
 async def replay(tmp_path: Path, turns: list[str]) -> tuple[RunResult, Any, Counted]:
     path = tmp_path / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns))
+    write_turns(path, *turns)
     tool = Counted()
     session = build_session(model=f"replay:{path}", namespace={}, transcript_dir=tmp_path)
     session.tools.register(tool.population, name="population")
@@ -135,7 +136,7 @@ async def test_a_repeatable_tool_runs_every_call(tmp_path: Path) -> None:
 
     path = tmp_path / "turns.jsonl"
     turn = call("a", key="one", city="Lyon") + call("b", key="two", city="Lyon")
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in (turn, "<response>x")))
+    write_turns(path, turn, "<response>x")
     session = build_session(model=f"replay:{path}", namespace={}, transcript_dir=tmp_path)
     session.tools.collect({"population": population})
     try:
@@ -163,7 +164,7 @@ async def test_a_manifest_tool_marked_repeatable_runs_every_call(
     monkeypatch.syspath_prepend(str(tmp_path))
     path = tmp_path / "turns.jsonl"
     turn = call("a", key="one", city="Lyon") + call("b", key="two", city="Lyon")
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in (turn, "<response>x")))
+    write_turns(path, turn, "<response>x")
     manifest = tmp_path / "agent.json"
     entry = {"name": "population", "callable": "draw_tools:population", "repeatable": True}
     manifest.write_text(json.dumps({"model": f"replay:{path}", "tools": [entry]}))

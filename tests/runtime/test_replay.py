@@ -26,6 +26,16 @@ def write(path: Path, *records: dict[str, object]) -> Path:
     return path
 
 
+def set_v_then_answer(path: Path, past_the_action: str = "") -> Path:
+    """Two turns: ``v`` set to 7 in a sync action (then ``past_the_action``), then "v is $v"."""
+    action = (
+        '<action type="internal" mode="sync">'
+        '{"name": "set_variable", "parameters": {"name": "v", "value": 7}}</action>'
+    )
+    turns = [action + past_the_action, "<response>v is $v</response>"]
+    return write(path, *({"content": turn} for turn in turns))
+
+
 async def collect(model: ReplayModel) -> list[str]:
     async with model.stream(REQUEST) as completion:
         return [chunk async for chunk in completion]
@@ -95,14 +105,7 @@ async def test_tool_calls_become_protocol(tmp_path: Path) -> None:
 
 
 async def test_recorded_transcript_replays_its_turns(tmp_path: Path) -> None:
-    source = write(
-        tmp_path / "turns.jsonl",
-        {
-            "content": '<action type="internal" mode="sync">{"name": "set_variable", '
-            '"parameters": {"name": "v", "value": 7}}</action> cut here'
-        },
-        {"content": "<response>v is $v</response>"},
-    )
+    source = set_v_then_answer(tmp_path / "turns.jsonl", " cut here")
     first = build_session(ReplayModel(source), transcript_dir=tmp_path / "tr")
     result = await first.run("go")
     assert result.answer == "v is 7" and result.transcript is not None
@@ -206,14 +209,7 @@ async def test_a_replay_restarted_each_run_plays_every_turn_with_feeds(tmp_path:
     # message: the feeds message after the results must not read as a new run.
     from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec
 
-    source = write(
-        tmp_path / "t.jsonl",
-        {
-            "content": '<action type="internal" mode="sync" id="s">{"name": "set_variable", '
-            '"parameters": {"name": "v", "value": 7}}</action>'
-        },
-        {"content": "<response>v is $v</response>"},
-    )
+    source = set_v_then_answer(tmp_path / "t.jsonl")
     model = ReplayModel(source)
     model.restart_each_run = True
     clock = FeedRegistry([FeedSpec(id="system_clock", type="internal")])

@@ -3,7 +3,6 @@ a failing sub-agent, the depth limit, and an interrupt while the sub-agent runs.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from cortex_kernel.agent import build_session
 from cortex_kernel.jupyter.viewstate import RunState
 from cortex_kernel.llm.replay import ReplayModel
 from cortex_kernel.runtime.run_events import parse_event
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.anyio
 
@@ -21,11 +21,6 @@ pytestmark = pytest.mark.anyio
 def parent(event: Any) -> str | None:
     # Hot-path parser events are built without their defaults: read it softly.
     return getattr(event, "parent", None)
-
-
-def turns(path: Path, *texts: str) -> Path:
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in texts), encoding="utf-8")
-    return path
 
 
 def manifest(
@@ -58,8 +53,10 @@ CRITIC_OK = (
 
 
 async def test_a_sub_agent_runs_nested_and_answers(tmp_path: Path) -> None:
-    critic = turns(tmp_path / "critic.jsonl", *CRITIC_OK)
-    lead = ReplayModel(turns(tmp_path / "lead.jsonl", ASK, "<response>The critic: $c</response>"))
+    critic = write_turns(tmp_path / "critic.jsonl", *CRITIC_OK)
+    lead = ReplayModel(
+        write_turns(tmp_path / "lead.jsonl", ASK, "<response>The critic: $c</response>")
+    )
     s = build_session(
         lead, manifest=manifest(tmp_path, f"replay:{critic}"), transcript_dir=tmp_path
     )
@@ -101,10 +98,10 @@ async def test_a_sub_agent_beside_the_lead_leaves_the_lead_its_own_run(tmp_path:
     # An async sub-agent runs while the lead goes on writing: its events are
     # nested (marked with their parent), its run_finished is not the lead's,
     # and the view keeps the lead's thought that streamed meanwhile.
-    critic = turns(tmp_path / "critic.jsonl", *CRITIC_OK)
+    critic = write_turns(tmp_path / "critic.jsonl", *CRITIC_OK)
     ask = ASK.replace('mode="sync"', 'mode="async"')
     lead = ReplayModel(
-        turns(
+        write_turns(
             tmp_path / "lead.jsonl",
             f"<thought>asking {ask} and meanwhile I think on</thought>",
             "<response>The critic: $c</response>",
@@ -137,8 +134,10 @@ async def test_a_sub_agent_beside_the_lead_leaves_the_lead_its_own_run(tmp_path:
 
 
 async def test_a_failing_sub_agent_fails_the_action(tmp_path: Path) -> None:
-    critic = turns(tmp_path / "critic.jsonl", CRITIC_OK[0])  # runs out of turns: a model error
-    lead = ReplayModel(turns(tmp_path / "lead.jsonl", ASK, "<response>no luck</response>"))
+    critic = write_turns(
+        tmp_path / "critic.jsonl", CRITIC_OK[0]
+    )  # runs out of turns: a model error
+    lead = ReplayModel(write_turns(tmp_path / "lead.jsonl", ASK, "<response>no luck</response>"))
     s = build_session(
         lead, manifest=manifest(tmp_path, f"replay:{critic}"), transcript_dir=tmp_path
     )
@@ -153,9 +152,9 @@ async def test_a_failing_sub_agent_fails_the_action(tmp_path: Path) -> None:
 
 
 async def test_depth_limit_and_unknown_agent(tmp_path: Path) -> None:
-    critic = turns(tmp_path / "critic.jsonl", ASK, "<response>done</response>")
+    critic = write_turns(tmp_path / "critic.jsonl", ASK, "<response>done</response>")
     lead = ReplayModel(
-        turns(
+        write_turns(
             tmp_path / "lead.jsonl",
             ASK.replace('"critic"', '"nobody"').replace('id="c"', 'id="n"') + "",
             ASK,
@@ -179,8 +178,8 @@ async def test_depth_limit_and_unknown_agent(tmp_path: Path) -> None:
 
 
 async def test_interrupt_during_a_sub_agent_cancels_it(tmp_path: Path) -> None:
-    slow = turns(tmp_path / "critic.jsonl", "thinking " * 400 + "<response>late</response>")
-    lead = ReplayModel(turns(tmp_path / "lead.jsonl", ASK, "<response>$c</response>"))
+    slow = write_turns(tmp_path / "critic.jsonl", "thinking " * 400 + "<response>late</response>")
+    lead = ReplayModel(write_turns(tmp_path / "lead.jsonl", ASK, "<response>$c</response>"))
     path = manifest(tmp_path, f"replay:{slow}?tps=50")
     s = build_session(lead, manifest=path, transcript_dir=tmp_path)
     seen: list[Any] = []
