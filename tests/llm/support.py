@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cortex_kernel.llm.litellm_model import LiteLLMCompletion, LiteLLMModel
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.runtime.ports import CompletionRequest
+from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAI
 
 API_KEY = "sk-test-cortex-0123456789"
@@ -25,6 +27,24 @@ def make_model(server: FakeOpenAI, name: str = "openai/x", **options: Any) -> Li
     }
     settings.update(options)
     return LiteLLMModel(name, api_base=server.api_base, api_key=API_KEY, **settings)
+
+
+def registry(*functions: Callable[..., Any]) -> ToolRegistry:
+    """A tool registry with each of ``functions`` registered as a tool."""
+    tools = ToolRegistry()
+    for function in functions:
+        tools.register(function)
+    return tools
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def adder() -> ToolRegistry:
+    """A tool registry with one tool, ``add(a, b)``."""
+    return registry(add)
 
 
 def request(**fields: Any) -> CompletionRequest:

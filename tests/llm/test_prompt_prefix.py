@@ -17,9 +17,8 @@ import pytest
 
 from cortex_kernel.agent import build_session
 from cortex_kernel.runtime.feeds import FeedRegistry, FeedSpec
-from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAI
-from tests.llm.support import make_model
+from tests.llm.support import adder, make_model
 from tests.prompt_parts import conversation, feeds_message
 
 pytestmark = pytest.mark.anyio
@@ -31,17 +30,6 @@ WEATHER = {"now": "rain"}
 def weather() -> str:
     """The ``weather`` feed's source (``tests.llm.test_prompt_prefix:weather``)."""
     return f"Oslo: {WEATHER['now']}"
-
-
-def adder() -> ToolRegistry:
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
-    return tools
 
 
 def model_turns(folder: Path) -> list[dict[str, Any]]:

@@ -9,10 +9,11 @@ import pytest
 
 from cortex_kernel.agent import build_session
 from cortex_kernel.llm import ProtocolPrompt
+from cortex_kernel.runtime.run_result import RunResult
 from cortex_kernel.runtime.session import Session
 from cortex_kernel.runtime.tools import ToolRegistry
 from tests.llm.fake_openai import FakeOpenAI
-from tests.llm.support import make_model
+from tests.llm.support import add, adder, make_model, registry
 
 pytestmark = pytest.mark.anyio
 
@@ -43,16 +44,15 @@ def tools_session(server: FakeOpenAI, tmp_path: Path, tools: ToolRegistry) -> Se
     return build_session(make_model(server), tools=tools, transcript_dir=tmp_path, protocol="tools")
 
 
-def adder() -> ToolRegistry:
-    """A tool registry with one tool, ``add(a, b)``."""
-    tools = ToolRegistry()
-
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
-    return tools
+async def run_tools(
+    server: FakeOpenAI, tmp_path: Path, tools: ToolRegistry, message: str
+) -> RunResult:
+    """``message`` run in a new function-calling session with ``tools`` (closed after)."""
+    session = tools_session(server, tmp_path, tools)
+    try:
+        return await session.run(message)
+    finally:
+        await session.aclose()
 
 
 async def test_a_two_turn_run_with_a_sync_cut(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -229,8 +229,7 @@ async def test_tool_calls_written_as_text_are_run_in_the_tools_protocol(
 
     server.stream(content)
     server.stream("The sum is 5.")
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("add 2 and 3")
+    result = await run_tools(server, tmp_path, tools, "add 2 and 3")
     assert (result.status, result.answer) == ("ok", "The sum is 5.")
     sent = server.requests[1].body["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")
@@ -248,20 +247,17 @@ async def test_a_text_call_with_code_in_python_triple_quotes_runs(
 ) -> None:
     # What Qwen2.5-Coder-1.5B wrote for a question about a DataFrame: JSON
     # with the code in Python's triple quotes, which strict JSON refuses.
-    tools = ToolRegistry()
-
-    @tools.register
     def python(code: str) -> str:
         """Run Python code."""
         return f"ran {len(code.splitlines())} lines"
 
+    tools = registry(python)
     server.stream(
         '```json\n{\n  "name": "python",\n  "arguments": {\n    "code": """\n'
         "n = sales[sales['region'] == 'North'].shape[0]\nprint(n)\n\"\"\"\n  }\n}\n```"
     )
     server.stream("Done.")
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("how many sales in the North?")
+    result = await run_tools(server, tmp_path, tools, "how many sales in the North?")
     assert result.status == "ok", result.message
     sent = server.requests[1].body["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")
@@ -282,8 +278,7 @@ async def test_text_calls_over_several_turns_get_their_own_ids(
     server.stream('```json\n{"name": "add", "arguments": {"a": 5, "b": 1}}\n```')
     server.stream('{"name": "reverse", "arguments": {"items": [1, 2]}}')
     server.stream("5, then 6.")
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("add 2 and 3, then add 1")
+    result = await run_tools(server, tmp_path, tools, "add 2 and 3, then add 1")
     assert (result.status, result.answer) == ("ok", "5, then 6.")
     assert not [e for e in result.events if e.type == "action_error" and "duplicate" in e.message]
     sent = server.requests[3].body["messages"]
@@ -324,22 +319,16 @@ PLANNED_CALLS = (
 async def test_calls_written_as_blocks_among_text_run_and_chain(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    tools = ToolRegistry()
-
-    @tools.register
     def population(city: str) -> int:
         """Population of a city."""
         return {"Nice": 348_085, "Lille": 236_710}[city]
 
-    @tools.register
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
+    tools = registry(population, add)
     server.stream(PLANNED_CALLS, chunk_size=3)
     server.stream("Together: $total.")
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("What is the total population of Nice and Lille together?")
+    result = await run_tools(
+        server, tmp_path, tools, "What is the total population of Nice and Lille together?"
+    )
     assert (result.status, result.answer) == ("ok", "Together: 584795.")
     sent = server.requests[1].body["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")
@@ -362,8 +351,7 @@ async def test_a_code_block_in_an_answer_stays_the_answer(
 
     answer = 'Use a slice:\n```python\nitems[::-1]\n```\nOr as JSON:\n```json\n{"a": 1}\n```'
     server.stream(answer, chunk_size=2)
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("How do I reverse a list?")
+    result = await run_tools(server, tmp_path, tools, "How do I reverse a list?")
     assert (result.status, result.answer) == ("ok", answer)
     assert len(server.requests) == 1
 
@@ -385,8 +373,7 @@ async def test_a_call_in_the_syntax_of_the_tool_messages_is_a_call(
 
     server.stream("To_fahrenheit(celsius=15) returned: 60.0", chunk_size=4)
     server.stream("It is 59 °F.")
-    session = tools_session(server, tmp_path, tools)
-    result = await session.run("Convert 15 °C to Fahrenheit.")
+    result = await run_tools(server, tmp_path, tools, "Convert 15 °C to Fahrenheit.")
     assert (result.status, result.answer, ran) == ("ok", "It is 59 °F.", [15])
     sent = server.requests[1].body["messages"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == [
@@ -412,8 +399,7 @@ async def test_a_call_to_a_function_not_given_says_to_answer_without_one(
     told it may answer without a function it answered (``items[::-1]``)."""
     server.stream('```json\n{"name": "reverse", "arguments": {"items": [1, 2]}}\n```', chunk_size=5)
     server.stream("Use `items[::-1]`.")
-    session = tools_session(server, tmp_path, adder())
-    result = await session.run("Which expression reverses `items`?")
+    result = await run_tools(server, tmp_path, adder(), "Which expression reverses `items`?")
     assert (result.status, result.answer) == ("ok", "Use `items[::-1]`.")
     [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert tool_message["content"] == (
@@ -434,8 +420,7 @@ async def test_a_misspelt_function_is_named_in_the_tool_message(
     server.stream('{"name": "ad", "arguments": {"a": 1, "b": 2}}')
     server.stream('{"name": "add", "arguments": {"a": 1, "b": 2}}')
     server.stream("3")
-    session = tools_session(server, tmp_path, adder())
-    result = await session.run("1 + 2?")
+    result = await run_tools(server, tmp_path, adder(), "1 + 2?")
     assert (result.status, result.answer) == ("ok", "3")
     [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert "there is no function ad;" in tool_message["content"]
