@@ -57,6 +57,13 @@ def _made_here(nb: nbformat.NotebookNode) -> object:
     )
 
 
+def write_replay(name: str, turns: list[str]) -> None:
+    """Write ``turns`` as the replay model's file ``data/<name>``, one turn a line."""
+    (HERE / "data" / name).write_text(
+        "".join(json.dumps({"content": turn}) + "\n" for turn in turns), encoding="utf-8"
+    )
+
+
 def write(name: str, kernel: dict[str, str], cells: list[nbformat.NotebookNode]) -> None:
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = kernel
@@ -554,9 +561,7 @@ def notebook_08_scale_out() -> None:
         '{"name": "survey", "parameters": {"town": "town_01"}}</action>',
         "<response>The survey did not finish in time; it was cancelled.</response>",
     ]
-    (HERE / "data" / "scale_out.jsonl").write_text(
-        "".join(json.dumps({"content": turn}) + "\n" for turn in turns), encoding="utf-8"
-    )
+    write_replay("scale_out.jsonl", turns)
     write(
         "08_scale_out.ipynb",
         CORTEX,
@@ -695,9 +700,7 @@ def notebook_09_data_analysis() -> None:
         "<response>Month **$best_month** was the best, $above_average above the average "
         "month.</response>",
     ]
-    (HERE / "data" / "data_analysis.jsonl").write_text(
-        "".join(json.dumps({"content": turn}) + "\n" for turn in turns), encoding="utf-8"
-    )
+    write_replay("data_analysis.jsonl", turns)
     write(
         "09_data_analysis.ipynb",
         CORTEX,
