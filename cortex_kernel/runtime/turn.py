@@ -10,7 +10,7 @@ appended before the table is consulted.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
 import anyio.lowlevel
@@ -63,6 +63,7 @@ class Turn:
     thought: list[str] = field(default_factory=list)
 
 
+@dataclass(eq=False)
 class TurnReader:
     """Acts on one turn's parser events: submits actions, records text, declares feeds.
 
@@ -77,22 +78,13 @@ class TurnReader:
         The run's event sink and clock.
     """
 
-    def __init__(
-        self,
-        turn: Turn,
-        *,
-        scheduler: Scheduler,
-        budget: Budget,
-        feeds: RunFeeds,
-        emit: Callable[[RuntimeEvent | ParserEvent], None],
-        clock: Callable[[], float],
-    ) -> None:
-        self.turn = turn
-        self.scheduler = scheduler
-        self.budget = budget
-        self.feeds = feeds
-        self.emit = emit
-        self.clock = clock
+    turn: Turn
+    _: KW_ONLY
+    scheduler: Scheduler
+    budget: Budget
+    feeds: RunFeeds
+    emit: Callable[[RuntimeEvent | ParserEvent], None]
+    clock: Callable[[], float]
 
     async def read(self, events: list[ParserEvent]) -> int | None:
         """Stamp, emit and act on one feed's events.
