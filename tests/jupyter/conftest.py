@@ -1,21 +1,25 @@
-"""Fixtures for the Jupyter tests: the installed kernelspec, replay files, a kernel driver."""
+"""Fixtures for the Jupyter tests: the kernelspec, replay files, a kernel driver, a browser."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
+
+if TYPE_CHECKING:
+    from .browser_support import Browser, BrowserNotebook
 
 DATA = Path(__file__).parent / "data"
 
@@ -72,6 +76,14 @@ class CellResult:
         assert results, f"no execute_result in {[m['msg_type'] for m in self.iopub]}"
         data: dict[str, Any] = results[-1]["content"]["data"]
         return data
+
+    def images(self) -> list[str]:
+        """The PNGs the cell displayed (``display_data``), base64."""
+        return [
+            m["content"]["data"]["image/png"]
+            for m in self.of_type("display_data")
+            if "image/png" in m["content"]["data"]
+        ]
 
     def widget_ops(self) -> list[list[Any]]:
         ops: list[list[Any]] = []
@@ -211,7 +223,7 @@ def sleeps(pid: int) -> list[psutil.Process]:
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not count)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -219,6 +231,19 @@ def alive(pid: int) -> bool:
 def dump(result: CellResult) -> str:
     """Readable iopub traffic for assertion messages."""
     return json.dumps([(m["msg_type"], m["content"]) for m in result.iopub], default=str)[:4000]
+
+
+def keyless_env() -> dict[str, str]:
+    """This process's environment without provider API keys (no test may reach a provider)."""
+    return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+
+
+@pytest.fixture
+def keyless_kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
+    """A Cortex kernel of the test's own, with no provider API keys in its environment."""
+    kernel = Kernel(cortex_kernelspec, keyless_env())
+    yield kernel
+    kernel.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -230,21 +255,30 @@ def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
     kernel.shutdown()
 
 
-def notebook_json(*sources: str, tags: dict[int, list[str]] | None = None) -> str:
-    """A Cortex notebook (nbformat 4.5) with one code cell per source."""
-    cells = [
+def notebook_json(
+    *sources: str,
+    tags: dict[int, list[str]] | None = None,
+    ids: Sequence[str] | None = None,
+    kernelspec: dict[str, str] | None = None,
+) -> str:
+    """A notebook (nbformat 4.5) with one code cell per source.
+
+    Cell ``i`` has the id ``ids[i]`` (default ``cell-<i>``) and ``tags[i]``;
+    the kernelspec is Cortex's unless ``kernelspec`` is given.
+    """
+    cells: list[dict[str, Any]] = [
         {
             "cell_type": "code",
             "execution_count": None,
-            "id": f"cell-{index}",
+            "id": ids[index] if ids is not None else f"cell-{index}",
             "metadata": {"tags": (tags or {}).get(index, [])},
             "outputs": [],
             "source": source,
         }
         for index, source in enumerate(sources)
     ]
-    kernelspec = {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
-    notebook = {"cells": cells, "metadata": {"kernelspec": kernelspec}, "nbformat": 4}
+    spec = kernelspec or {"name": "cortex", "display_name": "Cortex Agent", "language": "markdown"}
+    notebook = {"cells": cells, "metadata": {"kernelspec": spec}, "nbformat": 4}
     return json.dumps({**notebook, "nbformat_minor": 5})
 
 
@@ -260,3 +294,20 @@ def kernel_factory() -> Iterator[Any]:
     yield start
     for kernel in kernels:
         kernel.shutdown()
+
+
+@pytest.fixture
+def browser(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> Iterator[Browser]:
+    """Opens a notebook in JupyterLab (or Notebook 7) in Chromium, once a test.
+
+    Takes :func:`~tests.jupyter.browser_support.open_notebook`'s arguments
+    after ``tmp_path`` and ``replay_dir``; browser and server are closed after the test.
+    """
+    from .browser_support import open_notebook  # not for the tests without a browser
+
+    with contextlib.ExitStack() as stack:
+
+        def open_(*args: Any, **kwargs: Any) -> BrowserNotebook:
+            return stack.enter_context(open_notebook(tmp_path, replay_dir, *args, **kwargs))
+
+        yield open_

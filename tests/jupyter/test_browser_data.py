@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.jupyter.test_browser import _ensure_chromium, _launch, _serve, _wait_idle
+from tests.replays import write_turns
+
+from .browser_support import OBSERVER, Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
@@ -32,26 +34,6 @@ CODE = (
     "totals.plot.bar(title='units by region')\n"
     "plt.tight_layout()"
 )
-
-# The code each live view (the widget, not the static view that replaces it)
-# draws under an action, as it first appears.
-CODE_OBSERVER = """
-(() => {
-  const log = { code: [] };
-  window.__cortexData = log;
-  const record = (el) => {
-    if (!(el instanceof Element)) return;
-    const found = el.matches(".cortex-code") ? [el] : [];
-    found.push(...el.querySelectorAll(".cortex-code"));
-    for (const node of found) {
-      if (node.closest(".cortex-view")) log.code.push(node.textContent);
-    }
-  };
-  new MutationObserver((mutations) => {
-    for (const m of mutations) m.addedNodes.forEach(record);
-  }).observe(document, { subtree: true, childList: true });
-})();
-"""
 
 # The images of a cell's image/png outputs the browser decoded: [width, height, src
 # prefix]. (The static view that replaces the live one keeps a collapsed copy, not counted.)
@@ -72,16 +54,13 @@ def plot_turns(directory: Path) -> Path:
         "<response>The chart of units by region is above.</response>",
     ]
     path = directory / "plot.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(path, *turns)
     return path
 
 
 def test_agent_plot_in_the_cell_and_its_code_as_a_new_cell(
-    tmp_path: Path, cortex_kernelspec: str, replay_dir: Path
+    browser: Browser, tmp_path: Path
 ) -> None:
-    _ensure_chromium()
-    from playwright.sync_api import sync_playwright
-
     sums: dict[str, int] = {}
     for region, units in zip(REGIONS, UNITS, strict=True):
         sums[region] = sums.get(region, 0) + units
@@ -93,51 +72,42 @@ def test_agent_plot_in_the_cell_and_its_code_as_a_new_cell(
         ("agent-cell", f"%%agent --model replay:{replay}?tps=200\nPlot the units per region."),
         ("code-cell", "%agent_code"),
     ]
-    with _serve(tmp_path, replay_dir, "jupyterlab", cells=cells) as server, sync_playwright() as p:
-        context = _launch(p, tmp_path)
-        try:
-            context.add_init_script(CODE_OBSERVER)
-            page = context.pages[0] if context.pages else context.new_page()
-            page.goto(server["url"])
-            _wait_idle(page)
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            agent = page.locator(".jp-Cell").nth(2)
-            agent.locator(".jp-OutputArea-output >> text=The chart of units").wait_for(
-                timeout=90_000
-            )
-            # %agent_code's set_next_input: JupyterLab adds a cell under it.
-            page.wait_for_function(
-                """() => {
-                    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-                    return cells.length === 5
-                        && cells[4].model.sharedModel.getSource().startsWith("%%python");
-                }""",
-                timeout=90_000,
-            )
-            _wait_idle(page)
-            live_code: list[str] = page.evaluate("window.__cortexData.code")
-            agent_images = page.evaluate(IMAGES, 2)
-            agent_errors = agent.locator(".jp-OutputArea-output[data-mime-type*=error]").count()
-            new_source: str = page.evaluate(
-                "() => window.jupyterapp.shell.currentWidget.content.widgets[4]"
-                ".model.sharedModel.getSource()"
-            )
-            page.evaluate(
-                """() => {
-                    const panel = window.jupyterapp.shell.currentWidget;
-                    panel.content.activeCellIndex = 4;
-                    window.jupyterapp.commands.execute('notebook:run-cell');
-                }"""
-            )
-            rerun = page.locator(".jp-Cell").nth(4)
-            png = ".jp-OutputArea-output[data-mime-type='image/png'] img"
-            rerun.locator(png).first.wait_for(timeout=90_000)
-            _wait_idle(page)
-            rerun_images = page.evaluate(IMAGES, 4)
-            rerun_text = rerun.locator(".jp-OutputArea").inner_text()
-            rerun_errors = rerun.locator(".jp-OutputArea-output[data-mime-type*=error]").count()
-        finally:
-            context.close()
+    notebook = browser(cells, init_script=OBSERVER)
+    page = notebook.page
+    notebook.run_all_cells()
+    agent = page.locator(".jp-Cell").nth(2)
+    agent.locator(".jp-OutputArea-output >> text=The chart of units").wait_for(timeout=90_000)
+    # %agent_code's set_next_input: JupyterLab adds a cell under it.
+    page.wait_for_function(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+            return cells.length === 5
+                && cells[4].model.sharedModel.getSource().startsWith("%%python");
+        }""",
+        timeout=90_000,
+    )
+    notebook.wait_idle()
+    live_code: list[str] = page.evaluate("window.__cortexLog.code")
+    agent_images = page.evaluate(IMAGES, 2)
+    agent_errors = agent.locator(".jp-OutputArea-output[data-mime-type*=error]").count()
+    new_source: str = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[4]"
+        ".model.sharedModel.getSource()"
+    )
+    page.evaluate(
+        """() => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            panel.content.activeCellIndex = 4;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }"""
+    )
+    rerun = page.locator(".jp-Cell").nth(4)
+    png = ".jp-OutputArea-output[data-mime-type='image/png'] img"
+    rerun.locator(png).first.wait_for(timeout=90_000)
+    notebook.wait_idle()
+    rerun_images = page.evaluate(IMAGES, 4)
+    rerun_text = rerun.locator(".jp-OutputArea").inner_text()
+    rerun_errors = rerun.locator(".jp-OutputArea-output[data-mime-type*=error]").count()
 
     # The live view showed the agent's code under its action.
     assert any(CODE in text for text in live_code), live_code

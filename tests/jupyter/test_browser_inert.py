@@ -21,16 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.jupyter.test_browser import (
-    OBSERVER,
-    _ensure_chromium,
-    _free_port,
-    _launch,
-    _save_and_reopen,
-    _serve,
-    _wait_idle,
-)
-from tests.jupyter.test_inert_outputs import hostile_turn, tools_cell
+from .browser_support import OBSERVER, Browser, BrowserNotebook, free_port
+from .test_inert_outputs import hostile_turn, tools_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
@@ -80,13 +72,14 @@ LIVE = """() => {
 TAGS = "e => [...e.querySelectorAll('*')].map(e => e.tagName.toLowerCase())"
 
 
-def _inspect(page: Any) -> dict[str, Any]:
+def _inspect(notebook: BrowserNotebook) -> dict[str, Any]:
     """What the agent cell shows, and what of the page is live, once its outputs are drawn."""
+    page = notebook.page
     agent = page.locator(".jp-Cell").nth(1)
     answer = agent.locator(".jp-OutputArea-output", has_text="The page said")
     answer.wait_for(timeout=90_000)
     agent.locator(".cortex-run-static").wait_for(timeout=30_000)
-    _wait_idle(page)
+    notebook.wait_idle()
     rendered = page.evaluate(RENDER_TRUSTED_MARKDOWN, [1, "text/markdown"])
     return {
         "widget": page.evaluate("window.__cortexLog"),
@@ -107,13 +100,8 @@ def _inspect(page: Any) -> dict[str, Any]:
     }
 
 
-def test_hostile_outputs_are_inert_in_jupyterlab(
-    tmp_path: Path, cortex_kernelspec: str, replay_dir: Path
-) -> None:
-    _ensure_chromium()
-    from playwright.sync_api import sync_playwright
-
-    attacker = _free_port()
+def test_hostile_outputs_are_inert_in_jupyterlab(browser: Browser, tmp_path: Path) -> None:
+    attacker = free_port()
     replay = tmp_path / "hostile.jsonl"
     replay.write_text(json.dumps({"content": hostile_turn(attacker)}) + "\n", encoding="utf-8")
     cells = [("tools-cell", tools_cell(attacker)), ("agent-cell", "summarise the page")]
@@ -126,26 +114,23 @@ def test_hostile_outputs_are_inert_in_jupyterlab(
         dialog.dismiss()
 
     # Slow enough that the live widget draws the responses before the run ends.
-    served = _serve(tmp_path, replay_dir, "jupyterlab", cells, f"replay:{replay}?tps=400")
-    with served as lab, sync_playwright() as p:
-        origin = lab["api"].removesuffix("/api")
-        context = _launch(p, tmp_path)
-        try:
-            context.add_init_script(OBSERVER)
-            # The context's requests: the page's, its frames' and its workers'.
-            context.on("request", lambda request: requests.append(request.url))
-            page = context.pages[0] if context.pages else context.new_page()
-            page.on("console", lambda message: console.append(message.text))
-            page.on("dialog", on_dialog)
-            page.goto(lab["url"])
-            _wait_idle(page)
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            executed = _inspect(page)
-            # Opened again: the saved outputs, trusted (JupyterLab signed them).
-            _save_and_reopen(page, lab)
-            reopened = _inspect(page)
-        finally:
-            context.close()
+    # The context's requests: the page's, its frames' and its workers'.
+    notebook = browser(
+        cells,
+        f"replay:{replay}?tps=400",
+        init_script=OBSERVER,
+        listen={
+            "request": lambda request: requests.append(request.url),
+            "console": lambda message: console.append(message.text),
+            "dialog": on_dialog,
+        },
+    )
+    origin = notebook.server.api.removesuffix("/api")
+    notebook.run_all_cells()
+    executed = _inspect(notebook)
+    # Opened again: the saved outputs, trusted (JupyterLab signed them).
+    notebook.save_and_reopen()
+    reopened = _inspect(notebook)
 
     for seen in (executed, reopened):
         assert seen["pwned"] is None, (seen["pwned"], console[-20:])

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .test_browser import ROOT, _ensure_chromium, _launch, _save_and_reopen, _serve, _wait_idle
+from .browser_support import ROOT, Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
@@ -87,38 +87,28 @@ def _static_timeline(page: Any) -> dict[str, Any]:
     return result
 
 
-def test_timeline_in_jupyterlab(tmp_path: Path, cortex_kernelspec: str, replay_dir: Path) -> None:
-    _ensure_chromium()
-    from playwright.sync_api import sync_playwright
-
+def test_timeline_in_jupyterlab(browser: Browser, tmp_path: Path) -> None:
     cells = [("agent-cell", "What is the capital of France? Add one fact about it.")]
-    with _serve(tmp_path, replay_dir, "jupyterlab", cells) as lab, sync_playwright() as p:
-        context = _launch(p, tmp_path)
-        try:
-            context.add_init_script(RECORDER)
-            page = context.pages[0] if context.pages else context.new_page()
-            page.goto(lab["url"])
-            _wait_idle(page)
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            summary = page.locator(".cortex-view .cortex-timeline summary")
-            summary.wait_for(timeout=60_000)
-            summary.click()
-            # Drawn live: a1's bar while the run is still going.
-            page.wait_for_function("() => window.__timeline.firstBar !== null", timeout=60_000)
-            executed = _static_timeline(page)
-            seen = page.evaluate("window.__timeline")  # before the page is loaded again
-            _wait_idle(page)
-            # The finished run's timeline, as the saved notebook shows it.
-            shot = tmp_path / "timeline.png"
-            timeline = page.locator(".jp-Cell").first.locator(".cortex-timeline")
-            timeline.locator("summary").click()
-            timeline.locator("svg").wait_for()
-            timeline.screenshot(path=str(shot))
-            _save_and_reopen(page, lab)
-            reopened = _static_timeline(page)
-            untrusted = page.evaluate(RENDER_UNTRUSTED)
-        finally:
-            context.close()
+    notebook = browser(cells, init_script=RECORDER)
+    page = notebook.page
+    notebook.run_all_cells()
+    summary = page.locator(".cortex-view .cortex-timeline summary")
+    summary.wait_for(timeout=60_000)
+    summary.click()
+    # Drawn live: a1's bar while the run is still going.
+    page.wait_for_function("() => window.__timeline.firstBar !== null", timeout=60_000)
+    executed = _static_timeline(page)
+    seen = page.evaluate("window.__timeline")  # before the page is loaded again
+    notebook.wait_idle()
+    # The finished run's timeline, as the saved notebook shows it.
+    shot = tmp_path / "timeline.png"
+    timeline = page.locator(".jp-Cell").first.locator(".cortex-timeline")
+    timeline.locator("summary").click()
+    timeline.locator("svg").wait_for()
+    timeline.screenshot(path=str(shot))
+    notebook.save_and_reopen()
+    reopened = _static_timeline(page)
+    untrusted = page.evaluate(RENDER_UNTRUSTED)
 
     live, later = seen["firstBar"], seen["withDeps"]
     assert live is not None and live["thoughts"] >= 1, seen
