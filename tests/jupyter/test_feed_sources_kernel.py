@@ -14,7 +14,6 @@ name, works.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 from tests.llm.fake_openai import FakeOpenAI
 from tests.prompt_parts import feeds_message
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -61,7 +60,7 @@ def make_marker(path: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernel(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path_factory.mktemp("transcripts"))
     env["CANARY_API_KEY"] = CANARY
     kernel = Kernel(cortex_kernelspec, env)

@@ -6,7 +6,6 @@ feed as the provider receives it (litellm's HTTP path to a loopback server),
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from tests.llm.fake_openai import FakeOpenAI
 from tests.prompt_parts import feeds_message
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -44,7 +43,7 @@ def helper():
 
 @pytest.fixture(scope="module")
 def kernel(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path_factory.mktemp("transcripts"))
     env["DEMO_API_KEY"] = SECRET
     kernel = Kernel(cortex_kernelspec, env)

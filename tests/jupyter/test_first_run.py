@@ -9,20 +9,19 @@ records what each request carried.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
 
 def _no_model_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env.pop("CORTEX_MODEL", None)
     return env
 
@@ -48,6 +47,20 @@ def _names(kernel: Kernel, *names: str) -> dict[str, bool]:
 
 def _sent(server: FakeOpenAI) -> str:
     return json.dumps(server.requests[-1].body["messages"])
+
+
+def _on_a_real_model(
+    kernel: Kernel, server: FakeOpenAI, message: str, answer: str, cell_id: str
+) -> str:
+    """``message`` in a cell of its own real model (the fake provider, answering ``answer``).
+
+    Returns what the request carried.
+    """
+    server.stream(f"<response>{answer}</response>")
+    model = f"openai/local --api-base {server.api_base}"
+    result = kernel.run(f"%%agent --model {model}\n{message}", cell_id=cell_id)
+    assert result.status == "ok", dump(result)
+    return _sent(server)
 
 
 def test_a_real_model_never_sees_the_demo(demo_kernel: Kernel, server: FakeOpenAI) -> None:
@@ -83,13 +96,7 @@ def test_a_cells_own_real_model_does_not_see_the_demo(
     demo_kernel: Kernel, server: FakeOpenAI
 ) -> None:
     assert demo_kernel.run("Hello?", cell_id="cell-demo").status == "ok"
-    server.stream("<response>Hi.</response>")
-    real = demo_kernel.run(
-        f"%%agent --model openai/local --api-base {server.api_base}\nAnd now?",
-        cell_id="cell-real",
-    )
-    assert real.status == "ok", dump(real)
-    sent = _sent(server)
+    sent = _on_a_real_model(demo_kernel, server, "And now?", "Hi.", cell_id="cell-real")
     assert "And now?" in sent and "Hello from Cortex" not in sent and "Hello?" not in sent
 
 
@@ -99,12 +106,7 @@ def test_leaving_the_demo_keeps_a_real_models_turns(
     # A cell's own real model talks while the notebook is still on the demo;
     # when a real model takes over, only the demo's turns are forgotten.
     assert demo_kernel.run("Hello?", cell_id="cell-demo").status == "ok"
-    server.stream("<response>Noted: 42.</response>")
-    told = demo_kernel.run(
-        f"%%agent --model openai/local --api-base {server.api_base}\nRemember 42.",
-        cell_id="cell-told",
-    )
-    assert told.status == "ok", dump(told)
+    _on_a_real_model(demo_kernel, server, "Remember 42.", "Noted: 42.", cell_id="cell-told")
     assert demo_kernel.run("Hello again?", cell_id="cell-demo-2").status == "ok"
 
     demo_kernel.python(f"%model openai/local --api-base {server.api_base}")

@@ -8,26 +8,15 @@ model output that names ``replay:<a transcript>`` or another provider gets an
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
-
-
-@pytest.fixture
-def kernel(cortex_kernelspec: str, tmp_path: Path) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path / "transcripts")
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
 
 
 def llm(action_id: str, model: str) -> str:
@@ -35,11 +24,13 @@ def llm(action_id: str, model: str) -> str:
     return f'<action type="llm" mode="async" id="{action_id}">{body}</action>'
 
 
-def test_llm_action_cannot_pick_a_file_or_a_provider(kernel: Kernel, tmp_path: Path) -> None:
+def test_llm_action_cannot_pick_a_file_or_a_provider(
+    keyless_kernel: Kernel, tmp_path: Path
+) -> None:
     private = tmp_path / "other-run.transcript.jsonl"
     private.write_text(json.dumps({"content": "PRIVATE DATA"}) + "\n", encoding="utf-8")
     with FakeOpenAI() as server:
-        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        keyless_kernel.python(f"%model openai/local --api-base {server.api_base}")
         server.stream(
             llm("r", f"replay:{private}")
             + llm("p", "anthropic/claude-3-5-sonnet-latest")
@@ -47,11 +38,11 @@ def test_llm_action_cannot_pick_a_file_or_a_provider(kernel: Kernel, tmp_path: P
         )
         server.stream("fine")  # the `own` sub-call, on the agent's model
         server.stream("<response>done</response>")
-        result = kernel.run("go")
+        result = keyless_kernel.run("go")
         assert result.status == "ok", dump(result)
         assert len(server.requests) == 3
     errors = json.loads(
-        kernel.python(
+        keyless_kernel.python(
             "%%python\nimport json\n"
             "print(json.dumps({e.id: e.message for e in _run.events if e.type == 'action_error'}))"
         )
@@ -65,7 +56,7 @@ def test_llm_action_cannot_pick_a_file_or_a_provider(kernel: Kernel, tmp_path: P
     assert "PRIVATE DATA" not in dump(result)
 
 
-def test_a_replay_session_may_use_replay_sub_models(kernel: Kernel, tmp_path: Path) -> None:
+def test_a_replay_session_may_use_replay_sub_models(keyless_kernel: Kernel, tmp_path: Path) -> None:
     sub = tmp_path / "sub.jsonl"
     sub.write_text(json.dumps({"content": "from the sub model"}) + "\n", encoding="utf-8")
     turns = tmp_path / "turns.jsonl"
@@ -76,7 +67,7 @@ def test_a_replay_session_may_use_replay_sub_models(kernel: Kernel, tmp_path: Pa
         + "\n",
         encoding="utf-8",
     )
-    result = kernel.run(f"%%agent --model replay:{turns}\ngo")
+    result = keyless_kernel.run(f"%%agent --model replay:{turns}\ngo")
     assert result.status == "ok", dump(result)
     assert result.result_data()["text/plain"] == "from the sub model"
 
@@ -91,7 +82,7 @@ def test_a_manifest_lists_the_models_llm_actions_may_use(tmp_path: Path) -> None
         server.stream(llm("h", "openai/helper").replace('mode="async"', 'mode="sync"'))
         server.stream("from the helper")
         server.stream("<response>$h</response>")
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env = keyless_env()
         env.update(OPENAI_API_BASE=server.api_base, OPENAI_API_KEY="sk-local-test-key")
         done = subprocess.run(
             [sys.executable, "-m", "cortex_kernel", "run", "go", "--manifest", str(manifest)],

@@ -7,7 +7,6 @@ request asked for.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from tests.llm.fake_openai import FakeOpenAI
 from tests.prompt_parts import conversation
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -39,7 +38,7 @@ def server() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def cortex(cortex_kernelspec: str, replay_dir: Path) -> Iterator[Kernel]:
     # No key at all: a loopback OpenAI-compatible server needs none.
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env["CORTEX_MODEL"] = f"replay:{replay_dir}/answer.jsonl"
     kernel = Kernel(cortex_kernelspec, env)
     assert kernel.run(TOOL).status == "ok"

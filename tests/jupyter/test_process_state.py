@@ -15,7 +15,6 @@ it).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 
 from tests.llm.fake_openai import FakeOpenAI
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -71,7 +70,7 @@ WARMED = "%%python\nprint(get_ipython().kernel.warm_up.done.is_set())"
 
 
 def _env(tmp_path: Path, warm_up: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     for name in ("CORTEX_MODEL", "CORTEX_WARM_UP", "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"):
         env.pop(name, None)
     if not warm_up:

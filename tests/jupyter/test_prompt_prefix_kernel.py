@@ -9,9 +9,6 @@ jupyter_client and litellm's HTTP path to a loopback server.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,25 +20,16 @@ from .conftest import Kernel, dump
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
 
-@pytest.fixture
-def kernel(cortex_kernelspec: str, tmp_path: Path) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path / "transcripts")
-    kernel = Kernel(cortex_kernelspec, env)
-    yield kernel
-    kernel.shutdown()
-
-
-def test_a_variable_defined_between_cells_keeps_the_prompt_prefix(kernel: Kernel) -> None:
-    kernel.python("%%python\nreadings = [12, 15, 11]")
+def test_a_variable_defined_between_cells_keeps_the_prompt_prefix(keyless_kernel: Kernel) -> None:
+    keyless_kernel.python("%%python\nreadings = [12, 15, 11]")
     with FakeOpenAI() as server:
-        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        keyless_kernel.python(f"%model openai/local --api-base {server.api_base}")
         server.stream("<response>Three readings.</response>")
-        first = kernel.run("What data do I have?")
+        first = keyless_kernel.run("What data do I have?")
         assert first.status == "ok", dump(first)
-        kernel.python("%%python\ncities = {'Oslo': 3, 'Rome': 14}")
+        keyless_kernel.python("%%python\ncities = {'Oslo': 3, 'Rome': 14}")
         server.stream("<response>And two cities.</response>")
-        second = kernel.run("And now?")
+        second = keyless_kernel.run("And now?")
         assert second.status == "ok", dump(second)
         sent = [request.body["messages"] for request in server.requests]
     assert len(sent) == 2

@@ -8,14 +8,13 @@ broken answer is a clear error that is not retried.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.llm.fake_openai import FakeOpenAI, Reply
 
-from .conftest import CellResult, Kernel, dump
+from .conftest import CellResult, Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -33,7 +32,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def cortex(cortex_kernelspec: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path_factory.mktemp("transcripts"))
     kernel = Kernel(cortex_kernelspec, env)
     # One real request first: the first litellm call of a process sets up its

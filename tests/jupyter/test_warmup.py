@@ -9,7 +9,6 @@ message then goes through litellm's real HTTP path to a loopback provider.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from cortex_kernel.jupyter.warmup import WarmUp, warm_up_steps
 from tests.llm.fake_openai import FakeOpenAI
 from tests.test_imports import HEAVY_AT_KERNEL_START
 
-from .conftest import Kernel, dump
+from .conftest import Kernel, dump, keyless_env
 
 pytestmark = [pytest.mark.kernel, pytest.mark.filterwarnings("ignore:Accessing the 'model_")]
 
@@ -58,7 +57,7 @@ print(" ".join(sorted(
 
 @pytest.fixture
 def kernel(cortex_kernelspec: str, tmp_path: Path) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env.pop("CORTEX_MODEL", None)
     env.pop("CORTEX_WARM_UP", None)
     env["CORTEX_TRANSCRIPT_DIR"] = str(tmp_path / "transcripts")
@@ -108,7 +107,7 @@ def test_warm_up_can_be_switched_off_and_skips_litellm_for_replay(
 def test_kernel_info_and_python_cells_import_nothing_heavy(cortex_kernelspec: str) -> None:
     # Without the warm-up, only the start, kernel_info and the cell itself ran:
     # the runtime, pydantic and litellm wait for the first agent cell or magic.
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = keyless_env()
     env.pop("CORTEX_MODEL", None)
     env["CORTEX_WARM_UP"] = "0"
     kernel = Kernel(cortex_kernelspec, env)
