@@ -25,6 +25,7 @@ import pytest
 from cortex_kernel.executors.approval import approval_digest, approval_text
 from tests.jupyter.conftest import Kernel
 from tests.jupyter.test_tools_kernel import COUNT, answer, box, click, view_ops
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
 
@@ -40,9 +41,7 @@ def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
 
 
 def replay(tmp_path: Path, name: str, *turns: str) -> str:
-    path = tmp_path / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return f"replay:{path}"
+    return f"replay:{write_turns(tmp_path / f'{name}.jsonl', *turns)}"
 
 
 def write_manifest(tmp_path: Path, manifest: dict[str, Any]) -> Path:

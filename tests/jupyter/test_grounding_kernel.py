@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.replays import write_turns
+
 from .conftest import Kernel, dump
 
 pytestmark = pytest.mark.kernel
@@ -68,7 +70,7 @@ def looked_then_answered(tmp_path: Path, answer: str) -> Path:
     call = json.dumps({"name": "python", "parameters": {"code": LOOK}})
     turns = [f'<action type="tool" id="p1">{call}</action>', f"<response>{answer}</response>"]
     path = tmp_path / "looked.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(path, *turns)
     return path
 
 

@@ -9,12 +9,13 @@ lone surrogate: each must give a finished run (``_run`` set), an
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.replays import write_turns
 
 from .conftest import Kernel, dump
 
@@ -42,9 +43,7 @@ def weird() -> object:
 
 
 def replay(folder: Path, name: str, *turns: str) -> str:
-    path = folder / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return f"replay:{path}"
+    return f"replay:{write_turns(folder / f'{name}.jsonl', *turns)}"
 
 
 @pytest.fixture(scope="module")

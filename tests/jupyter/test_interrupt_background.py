@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.jupyter.conftest import Kernel, sleeps
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
 
@@ -85,7 +86,7 @@ def test_a_sync_tool_that_cannot_be_stopped_is_reported_as_still_running(
 ) -> None:
     replay = tmp_path / "turns.jsonl"
     turns = ('<action type="tool" id="t">{"name": "block"}</action>', "<response>x</response>")
-    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(replay, *turns)
     assert kernel.run(BLOCKING_TOOL).status == "ok"
     kernel.python(f"%model replay:{replay}")
     msg_id = kernel.send("block")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.mcp.support import SERVER, call, read_marks
+from tests.replays import write_turns
 
 from .conftest import Kernel, alive, dump
 
@@ -18,9 +18,7 @@ pytestmark = pytest.mark.kernel
 
 
 def replay(tmp_path: Path, name: str, *turns: str) -> Path:
-    path = tmp_path / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return path
+    return write_turns(tmp_path / f"{name}.jsonl", *turns)
 
 
 def wait_for(marks: Path, name: str, seconds: float = 30) -> list[str]:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.replays import write_turns
+
 from .conftest import CellResult, Kernel, dump
 
 pytestmark = pytest.mark.kernel
@@ -24,9 +26,7 @@ EXFILTRATE = "$get_ipython.__globals__.os.environ.OPENAI_API_KEY"
 
 
 def replay(folder: Path, *turns: str) -> str:
-    path = folder / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return f"replay:{path}"
+    return f"replay:{write_turns(folder / 'turns.jsonl', *turns)}"
 
 
 def internal(name: str, parameters: dict[str, object], id: str = "i", extra: str = "") -> str:

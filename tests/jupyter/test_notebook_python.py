@@ -19,6 +19,7 @@ import pytest
 from cortex_kernel.headless import run_headless
 from tests.jupyter.conftest import Kernel
 from tests.jupyter.test_tools_kernel import box, click
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
 
@@ -37,7 +38,7 @@ def python_turns(tmp_path: Path, code: str, name: str = "turns") -> Path:
     call = json.dumps({"name": "python", "parameters": {"code": code}})
     turns = [f'<action type="tool" id="p1">{call}</action>', "<response>done</response>"]
     path = tmp_path / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(path, *turns)
     return path
 
 
@@ -119,11 +120,7 @@ def test_a_figure_is_image_display_data(kernel: Kernel, tmp_path: Path) -> None:
     kernel.python(f"%model replay:{python_turns(tmp_path, code)}")
     result = kernel.run("plot it")
     assert result.status == "ok", result.reply["content"]
-    images = [
-        m["content"]["data"]["image/png"]
-        for m in result.of_type("display_data")
-        if "image/png" in m["content"]["data"]
-    ]
+    images = result.images()
     assert len(images) == 1
     assert base64.b64decode(images[0]).startswith(b"\x89PNG")
 
@@ -241,7 +238,7 @@ def code_turns(tmp_path: Path, *codes: str, mode: str = "sync") -> Path:
     )
     path = tmp_path / "codes.jsonl"
     turns = [calls, "<response>done</response>"]
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(path, *turns)
     return path
 
 
@@ -251,13 +248,17 @@ AGENT_CODE_RUNNING = (
 )
 
 
+# Two barriers of two parties in the notebook: runs that wait at them run at once.
+BARRIERS = (
+    "%%python\nimport threading\n"
+    "gate, gate2 = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)"
+)
+
+
 def test_concurrent_runs_each_capture_their_own_output(kernel: Kernel, tmp_path: Path) -> None:
     # Both runs are inside their code at once, printing before and after the first
     # barrier; neither ends before both printed (the second).
-    kernel.python(
-        "%%python\nimport threading\n"
-        "gate, gate2 = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)"
-    )
+    kernel.python(BARRIERS)
     kernel.python("%approvals bypass")
     replay = code_turns(
         tmp_path,

@@ -15,6 +15,7 @@ import pytest
 
 from tests.docker_support import TEST_LABEL, engine_or_skip, new_token, our_containers
 from tests.executors.test_relics import INCR_DOCKER, relic
+from tests.replays import write_turns
 
 from .conftest import Kernel, alive, dump
 
@@ -24,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def replay(tmp_path: Path, name: str, *turns: str) -> Path:
-    path = tmp_path / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return path
+    return write_turns(tmp_path / f"{name}.jsonl", *turns)
 
 
 def manifest(tmp_path: Path, token: str) -> Path:

@@ -10,7 +10,6 @@ the timeline sends no message of its own.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -45,7 +44,7 @@ from cortex_kernel.runtime.run_events import (
 )
 
 from .test_inert_outputs import live_markup
-from .test_view import RecordingView
+from .test_view import RecordingView, stream_thought
 from .test_viewstate import assert_view_js_rebuilds
 
 SP = (0, 0)
@@ -222,36 +221,16 @@ def test_the_timeline_sends_no_message_of_its_own() -> None:
 
 
 def test_a_fast_stream_with_actions_stays_within_the_message_budget() -> None:
-    streamed = 0.0
+    def dispatch(view: RecordingView, tick: int, t: float) -> None:
+        # An action dispatched every 50 tokens.
+        if tick % 5 == 4:
+            action = Action(id=f"a{tick}", type=ActionType.TOOL, body={"name": "t"})
+            view.push(ActionOpen(span=SP, id=f"a{tick}", t=t, turn=1))
+            view.push(ActionParsed(span=SP, action=action, t=t, turn=1))
+            view.push(ActionQueued(t=t, id=f"a{tick}", action=action))
+            view.push(ActionStarted(t=t, id=f"a{tick}"))
 
-    async def stream() -> RecordingView:
-        nonlocal streamed
-        loop = asyncio.get_running_loop()
-        view = RecordingView()
-        started = loop.time()
-        view.push(RunStarted(t=0.0, run_id="r", message="m", model="x"))
-        view.push(TurnStarted(t=0.0, turn=1))
-        view.push(ThoughtStart(span=SP, t=0.0, turn=1))
-        # 2,000 tokens a second for 0.5 s, an action dispatched every 50 tokens.
-        for i in range(100):
-            t = round(loop.time() - started, 3)
-            for _ in range(10):
-                view.push(ThoughtDelta(span=SP, text="tok ", t=t, turn=1))
-            if i % 5 == 4:
-                action = Action(id=f"a{i}", type=ActionType.TOOL, body={"name": "t"})
-                view.push(ActionOpen(span=SP, id=f"a{i}", t=t, turn=1))
-                view.push(ActionParsed(span=SP, action=action, t=t, turn=1))
-                view.push(ActionQueued(t=t, id=f"a{i}", action=action))
-                view.push(ActionStarted(t=t, id=f"a{i}"))
-            await asyncio.sleep(0.005)
-        t = round(loop.time() - started, 3)
-        view.push(TurnEnded(t=t, turn=1, reason="stream_end"))
-        view.push(RunFinished(t=t, status="ok", answer="done"))
-        streamed = loop.time() - started
-        await asyncio.sleep(2 * FLUSH_INTERVAL)
-        return view
-
-    view = asyncio.run(stream())
+    view, streamed = stream_thought(dispatch)
     assert len(view.sent) <= streamed / FLUSH_INTERVAL + 3
     # Every message carries at most one op per timeline item: merged, not one per token.
     for message in view.sent:

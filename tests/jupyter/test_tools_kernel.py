@@ -21,6 +21,7 @@ import pytest
 
 from tests.docker_support import TEST_LABEL, new_token, our_containers, sandbox_image
 from tests.jupyter.conftest import Kernel
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
 
@@ -36,7 +37,7 @@ def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
 
 def agent(tmp_path: Path, turns: list[str], tools: list[dict[str, Any]]) -> Path:
     replay = tmp_path / "turns.jsonl"
-    replay.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
+    write_turns(replay, *turns)
     manifest = tmp_path / "agent.json"
     manifest.write_text(json.dumps({"model": f"replay:{replay}", "tools": tools}), encoding="utf-8")
     return manifest

@@ -7,13 +7,14 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cortex_kernel import __version__
 from cortex_kernel.jupyter.view import FLUSH_INTERVAL, RunView, widgets_dir
 from cortex_kernel.protocol.parser_events import ThoughtDelta, ThoughtStart
-from cortex_kernel.runtime.run_events import RunFinished, RunStarted
+from cortex_kernel.runtime.run_events import RunFinished, RunStarted, TurnEnded, TurnStarted
 
 from .test_viewstate import run_events
 
@@ -75,27 +76,42 @@ def test_front_end_renders_from_an_installed_wheel(tmp_path: Path) -> None:
     assert out == [str(site / "cortex_kernel" / "_widgets"), "True"]
 
 
-def test_token_stream_is_coalesced() -> None:
-    streamed = 0.0
+def stream_thought(
+    each: Callable[[RecordingView, int, float], None] | None = None,
+) -> tuple[RecordingView, float]:
+    """A one-turn run's thought streamed into a view at 2,000 tokens a second for 0.5 s.
 
-    async def stream() -> RecordingView:
-        nonlocal streamed
+    That is 100 ticks of ten deltas (longer on a loaded machine); ``each(view,
+    tick, t)`` is called after each tick's deltas. Returns the view, once it
+    has flushed what the run ended with, and how long the stream took.
+    """
+
+    async def stream() -> tuple[RecordingView, float]:
         loop = asyncio.get_running_loop()
         view = RecordingView()
         started = loop.time()
         view.push(RunStarted(t=0.0, run_id="r", message="m", model="x"))
-        view.push(ThoughtStart(span=(0, 0)))
-        # 2,000 tokens a second for 0.5 s (longer on a loaded machine).
-        for _ in range(100):
+        view.push(TurnStarted(t=0.0, turn=1))
+        view.push(ThoughtStart(span=(0, 0), t=0.0, turn=1))
+        for tick in range(100):
+            t = round(loop.time() - started, 3)
             for _ in range(10):
-                view.push(ThoughtDelta(span=(0, 0), text="tok "))
+                view.push(ThoughtDelta(span=(0, 0), text="tok ", t=t, turn=1))
+            if each is not None:
+                each(view, tick, t)
             await asyncio.sleep(0.005)
-        view.push(RunFinished(t=0.6, status="ok", answer="done"))
+        t = round(loop.time() - started, 3)
+        view.push(TurnEnded(t=t, turn=1, reason="stream_end"))
+        view.push(RunFinished(t=t, status="ok", answer="done"))
         streamed = loop.time() - started
         await asyncio.sleep(2 * FLUSH_INTERVAL)
-        return view
+        return view, streamed
 
-    view = asyncio.run(stream())
+    return asyncio.run(stream())
+
+
+def test_token_stream_is_coalesced() -> None:
+    view, streamed = stream_thought()
     # At most one message per flush interval of the time the stream really
     # took, whatever the token rate (1,000 deltas here).
     assert len(view.sent) <= streamed / FLUSH_INTERVAL + 3

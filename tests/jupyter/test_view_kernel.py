@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.jupyter.conftest import Kernel
+from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
 
@@ -44,9 +45,7 @@ def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
 
 
 def replay(tmp_path: Path, *turns: str) -> str:
-    path = tmp_path / "turns.jsonl"
-    path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
-    return f"replay:{path}"
+    return f"replay:{write_turns(tmp_path / 'turns.jsonl', *turns)}"
 
 
 def test_arguments_and_the_kernels_figure_are_in_the_static_view(
@@ -71,11 +70,7 @@ def test_arguments_and_the_kernels_figure_are_in_the_static_view(
     kernel.python(f"%model {model}")
     result = kernel.run("add and plot")
     assert result.status == "ok", result.reply["content"]
-    drawn = [
-        m["content"]["data"]["image/png"]
-        for m in result.of_type("display_data")
-        if "image/png" in m["content"]["data"]
-    ]
+    drawn = result.images()
     final = result.of_type("update_display_data")[-1]["content"]["data"]
     assert len(drawn) == 1, final["text/plain"]  # the figure in the cell, as before
     final = result.of_type("update_display_data")[-1]["content"]["data"]

@@ -48,6 +48,8 @@ from cortex_kernel.runtime.run_events import (
     Usage,
     VariableBound,
 )
+from cortex_kernel.runtime.run_result import RunResult
+from cortex_kernel.runtime.session import Session
 from tests.runtime.fakes import ScriptedModel
 
 ACTION = Action(
@@ -320,6 +322,19 @@ tools:
 """
 
 
+def _events_of(session: Session) -> tuple[list[Any], RunResult]:
+    """The events of ``session``'s run of "go", and its result; the session is closed after."""
+    seen: list[Any] = []
+
+    async def run() -> RunResult:
+        try:
+            return await session.run("go", on_event=seen.append)
+        finally:
+            await session.aclose()
+
+    return seen, anyio.run(run)
+
+
 def _logging_feed_and_internal_run(tmp_path: Path) -> list[Any]:
     """A real run: a command tool writing stderr, a refused <context_feed>, an internal action."""
     manifest = tmp_path / "agent.yaml"
@@ -331,17 +346,8 @@ def _logging_feed_and_internal_run(tmp_path: Path) -> list[Any]:
         '{"name": "list_context_feeds", "parameters": {}}</action>'
     )
     model = ScriptedModel([first, "<response>done</response>"])
-    seen: list[Any] = []
-
-    async def run() -> None:
-        session = build_session(model, manifest, transcript_dir=tmp_path)
-        try:
-            result = await session.run("go", on_event=seen.append)
-        finally:
-            await session.aclose()
-        assert result.status == "ok", result.message
-
-    anyio.run(run)
+    seen, result = _events_of(build_session(model, manifest, transcript_dir=tmp_path))
+    assert result.status == "ok", result.message
     return seen
 
 
@@ -403,19 +409,10 @@ def _function_calling_run(tmp_path: Path) -> list[Any]:
     def sq(n: int) -> int:
         return n * n
 
-    seen: list[Any] = []
-
-    async def run() -> None:
-        session = build_session(
-            ReplayModel(str(source)), tools=tools, transcript_dir=tmp_path, protocol="tools"
-        )
-        try:
-            result = await session.run("go", on_event=seen.append)
-        finally:
-            await session.aclose()
-        assert result.answer == "9", result.message
-
-    anyio.run(run)
+    model = ReplayModel(str(source))
+    session = build_session(model, tools=tools, transcript_dir=tmp_path, protocol="tools")
+    seen, result = _events_of(session)
+    assert result.answer == "9", result.message
     return seen
 
 
