@@ -44,11 +44,11 @@ def test_a_provider_that_never_answers_fails_after_timeout_times_attempts() -> N
         server.hang(60).hang(60)  # accepts each request and never answers
         done = run(
             "--model", "openai/x", "--api-base", server.api_base,
-            "--first-token-timeout", "2", "--retries", "1",
+            "--first-token-timeout", "1", "--retries", "1",
         )  # fmt: skip
         requests = len(server.requests)
     line = failed_with(done, 1)
-    assert "ModelTimeout" in line and "sent no first token within 2 s after 2 attempts" in line
+    assert "ModelTimeout" in line and "sent no first token within 1 s after 2 attempts" in line
     assert "Raise --first-token-timeout" in line
     assert requests == 2
 
@@ -58,7 +58,7 @@ def test_a_manifest_sets_the_first_token_timeout_and_retries(tmp_path: Path) -> 
         manifest = tmp_path / "agent.yaml"
         manifest.write_text(
             f"model: {{name: openai/x, api_base: '{server.api_base}', "
-            "first_token_timeout: 2, retries: 0}\n",
+            "first_token_timeout: 1, retries: 0}\n",
             encoding="utf-8",
         )
         # The headers come, then nothing before the first token.
@@ -66,7 +66,7 @@ def test_a_manifest_sets_the_first_token_timeout_and_retries(tmp_path: Path) -> 
         done = run("--manifest", str(manifest))
         requests = len(server.requests)
     line = failed_with(done, 1)
-    assert "sent no first token within 2 s." in line
+    assert "sent no first token within 1 s." in line
     assert requests == 1
 
 
