@@ -5,7 +5,7 @@ local-model`` is up (``POST /extras/tokenize`` of llama-cpp-python's
 server), else estimated by litellm's counter (cl100k). Usage::
 
     .venv/bin/python scripts/prompt_tokens.py [--api-base http://127.0.0.1:8377]
-    .venv/bin/python scripts/prompt_tokens.py --first-token [--constrain auto]
+    .venv/bin/python scripts/prompt_tokens.py --first-token [--constrain auto] [--feed]
 
 ``--first-token`` runs two cells in one session on the local model (the
 default suite's tools; a question, then a follow-up on its answer) and
@@ -63,7 +63,7 @@ WRITTEN = {"text", "thought_start", "action_open", "action_parsed", "response_st
 CELLS = ("What is the population of Toulouse?", "Double that number.")
 
 
-async def first_tokens(api_base: str, constrain: str) -> None:
+async def first_tokens(api_base: str, constrain: str, feed: bool = False) -> None:
     """Run :data:`CELLS` in one session; print each turn's seconds to its first text."""
     import tempfile
     import time
@@ -79,12 +79,30 @@ async def first_tokens(api_base: str, constrain: str) -> None:
     options = ModelOptions.model_validate(
         {"api_base": api_base, "temperature": 0, "constrain": constrain}
     )
+    namespace: dict[str, Any] = dict(suite.tools)
+    extra: dict[str, Any] = {}
+    if feed:
+        # The kernel's notebook_variables feed, over a namespace that gains a
+        # variable between the cells (as when the user runs a cell in between).
+        from cortex_kernel.jupyter.notebook_vars import (
+            describe_variables,
+            notebook_variables_feed,
+        )
+
+        namespace["cities"] = ["Toulouse", "Lyon"]
+        extra = {
+            "host_feeds": [notebook_variables_feed()],
+            "feed_providers": {
+                "notebook_variables": lambda values=False: describe_variables(namespace)
+            },
+        }
     session = build_session(
         model="openai/local",
         options=options,
-        namespace=dict(suite.tools),
+        namespace=namespace,
         tools=registry,
         transcript_dir=Path(tempfile.mkdtemp(prefix="cortex-first-token-")),
+        **extra,
     )
     sent: list[float] = []
     firsts: dict[int, float] = {}
@@ -103,6 +121,7 @@ async def first_tokens(api_base: str, constrain: str) -> None:
             sent.clear()
             firsts.clear()
             result = await session.run(message, on_event=on_event)
+            namespace[f"note_{cell}"] = f"cell {cell} ran"  # the feed differs next cell
             turns = ", ".join(f"turn {n}: {s:.2f} s" for n, s in sorted(firsts.items()))
             print(f"cell {cell} ({result.status}, {result.answer.strip()[:40]!r}): {turns}")
 
@@ -112,12 +131,17 @@ def main() -> None:
     parser.add_argument("--api-base", default="http://127.0.0.1:8377")
     parser.add_argument("--first-token", action="store_true", help="time two cells' turns")
     parser.add_argument("--constrain", default="auto", choices=("auto", "grammar", "off"))
+    parser.add_argument(
+        "--feed",
+        action="store_true",
+        help="with --first-token: add the notebook_variables feed, changed between the cells",
+    )
     args = parser.parse_args()
     if args.first_token:
         import asyncio
 
         root = args.api_base.rstrip("/").removesuffix("/v1")
-        asyncio.run(first_tokens(root + "/v1", args.constrain))
+        asyncio.run(first_tokens(root + "/v1", args.constrain, args.feed))
         return
     internal = ["delete_variable", "list_variables", "set_variable"]
     for protocol in ("xml", "tools"):

@@ -15,19 +15,8 @@ from typing import Any, Literal
 
 import anyio.lowlevel
 
+from ..protocol import parser_events as pe
 from ..protocol.models import ActionMode
-from ..protocol.parser_events import (
-    ActionErrorEvent,
-    ActionOpen,
-    ActionParsed,
-    ContextFeed,
-    ParserEvent,
-    ResponseDelta,
-    ResponseEnd,
-    ResponseStart,
-    Text,
-    ThoughtDelta,
-)
 from .drift import RETRYABLE_STATES, duplicate_id_message
 from .feed_run import RunFeeds
 from .limits import Budget
@@ -50,7 +39,7 @@ class Turn:
     reason: Literal["stream_end", "sync_action", "error", "cancelled"] = "stream_end"
     cut_by: str | None = None
     actions: list[str] = field(default_factory=list)
-    errors: list[ActionErrorEvent] = field(default_factory=list)
+    errors: list[pe.ActionErrorEvent] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
     response: list[str] = field(default_factory=list)
     final: str | None = None
@@ -83,10 +72,10 @@ class TurnReader:
     scheduler: Scheduler
     budget: Budget
     feeds: RunFeeds
-    emit: Callable[[RuntimeEvent | ParserEvent], None]
+    emit: Callable[[RuntimeEvent | pe.ParserEvent], None]
     clock: Callable[[], float]
 
-    async def read(self, events: list[ParserEvent]) -> int | None:
+    async def read(self, events: list[pe.ParserEvent]) -> int | None:
         """Stamp, emit and act on one feed's events.
 
         Returns
@@ -99,15 +88,15 @@ class TurnReader:
         turn = self.turn
         for event in events:
             # The run's record is a stamped copy (the parser's event is left as it was).
-            if isinstance(event, ActionErrorEvent) and event.id in self.scheduler.nodes:
+            if isinstance(event, pe.ActionErrorEvent) and event.id in self.scheduler.nodes:
                 event = replace(event, message=self._duplicate_message(event))
             event = replace(event, t=self.clock(), turn=turn.number)
             self.emit(event)
             # Streamed text first, by exact type: nearly every event is one.
-            if type(event) is ThoughtDelta:
+            if type(event) is pe.ThoughtDelta:
                 turn.thought.append(event.text)
                 continue
-            if type(event) is ResponseDelta:
+            if type(event) is pe.ResponseDelta:
                 turn.response.append(event.text)
                 continue
             handler = _HANDLERS.get(type(event))
@@ -118,7 +107,7 @@ class TurnReader:
                 return cut
         return None
 
-    def _duplicate_message(self, event: ActionErrorEvent) -> str:
+    def _duplicate_message(self, event: pe.ActionErrorEvent) -> str:
         """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""
         assert event.id is not None
         node = self.scheduler.nodes[event.id]
@@ -128,10 +117,10 @@ class TurnReader:
 
     # ------------------------------------------------------------- handlers
 
-    async def _action_open(self, event: ActionOpen) -> None:
+    async def _action_open(self, event: pe.ActionOpen) -> None:
         self.turn.spans[event.id] = (event.span[0], event.span[1])
 
-    async def _action_parsed(self, event: ActionParsed) -> int | None:
+    async def _action_parsed(self, event: pe.ActionParsed) -> int | None:
         turn = self.turn
         start = turn.spans.get(event.action.id, event.span)[0]
         turn.spans[event.action.id] = (start, event.span[1])
@@ -151,27 +140,27 @@ class TurnReader:
         await anyio.lowlevel.checkpoint()
         return None
 
-    async def _action_error(self, event: ActionErrorEvent) -> None:
+    async def _action_error(self, event: pe.ActionErrorEvent) -> None:
         self.turn.errors.append(event)
         if event.id is not None:
             self.scheduler.reject(event.id, event.message)
 
-    async def _context_feed(self, event: ContextFeed) -> None:
+    async def _context_feed(self, event: pe.ContextFeed) -> None:
         error = self.feeds.declare(event)
         if error is not None:
             self.emit(replace(error, t=self.clock(), turn=self.turn.number))
             self.turn.errors.append(error)
 
-    async def _text(self, event: Text) -> None:
+    async def _text(self, event: pe.Text) -> None:
         self.turn.outside.append(event.text)
 
-    async def _response_start(self, event: ResponseStart) -> None:
+    async def _response_start(self, event: pe.ResponseStart) -> None:
         turn = self.turn
         turn.in_response = True
         turn.response_is_final = event.final
         turn.response = []
 
-    async def _response_end(self, event: ResponseEnd) -> None:
+    async def _response_end(self, event: pe.ResponseEnd) -> None:
         turn = self.turn
         text = "".join(turn.response).strip()
         if event.final and turn.response_is_final:
@@ -183,12 +172,12 @@ class TurnReader:
 
 #: Event type -> what the reader does with it; a type not here is only emitted
 #: (thought boundaries, warnings).
-_HANDLERS: dict[type[ParserEvent], Callable[[TurnReader, Any], Awaitable[int | None]]] = {
-    ActionOpen: TurnReader._action_open,
-    ActionParsed: TurnReader._action_parsed,
-    ActionErrorEvent: TurnReader._action_error,
-    ContextFeed: TurnReader._context_feed,
-    Text: TurnReader._text,
-    ResponseStart: TurnReader._response_start,
-    ResponseEnd: TurnReader._response_end,
+_HANDLERS: dict[type[pe.ParserEvent], Callable[[TurnReader, Any], Awaitable[int | None]]] = {
+    pe.ActionOpen: TurnReader._action_open,
+    pe.ActionParsed: TurnReader._action_parsed,
+    pe.ActionErrorEvent: TurnReader._action_error,
+    pe.ContextFeed: TurnReader._context_feed,
+    pe.Text: TurnReader._text,
+    pe.ResponseStart: TurnReader._response_start,
+    pe.ResponseEnd: TurnReader._response_end,
 }

@@ -18,18 +18,8 @@ from typing import Any
 from cortex_kernel.jupyter.view import FLUSH_INTERVAL
 from cortex_kernel.jupyter.viewstate import RunState, render_html, render_markdown
 from cortex_kernel.jupyter.viewstate.timeline import MAX_BARS, MAX_SEGMENTS, time_spent
+from cortex_kernel.protocol import parser_events as pe
 from cortex_kernel.protocol.models import Action, ActionMode, ActionType
-from cortex_kernel.protocol.parser_events import (
-    ActionOpen,
-    ActionParsed,
-    ResponseDelta,
-    ResponseEnd,
-    ResponseStart,
-    Text,
-    ThoughtDelta,
-    ThoughtEnd,
-    ThoughtStart,
-)
 from cortex_kernel.runtime.run_events import (
     ActionQueued,
     ActionStarted,
@@ -69,23 +59,26 @@ def recorded_run(name: str = "lookup") -> list[Any]:
     return [
         RunStarted(t=0.0, run_id="r1", message="capital?", model="replay:x"),
         TurnStarted(t=0.01, turn=1),
-        ThoughtStart(span=SP, t=0.2, turn=1),
-        *[ThoughtDelta(span=SP, text="I look it up. ", t=0.2 + i / 20, turn=1) for i in range(4)],
-        ActionOpen(span=SP, id="a1", attrs={"type": "tool"}, in_thought=True, t=0.4, turn=1),
-        ActionParsed(span=SP, action=lookup, t=0.6, turn=1),
+        pe.ThoughtStart(span=SP, t=0.2, turn=1),
+        *[
+            pe.ThoughtDelta(span=SP, text="I look it up. ", t=0.2 + i / 20, turn=1)
+            for i in range(4)
+        ],
+        pe.ActionOpen(span=SP, id="a1", attrs={"type": "tool"}, in_thought=True, t=0.4, turn=1),
+        pe.ActionParsed(span=SP, action=lookup, t=0.6, turn=1),
         ActionQueued(t=0.6, id="a1", action=lookup),
         ActionStarted(t=0.61, id="a1"),
-        *[ThoughtDelta(span=SP, text="Meanwhile… ", t=0.65 + i / 10, turn=1) for i in range(5)],
-        ActionOpen(span=SP, id="a2", attrs={"type": "tool"}, in_thought=True, t=1.1, turn=1),
-        ActionParsed(span=SP, action=FOLLOW, t=1.2, turn=1),
+        *[pe.ThoughtDelta(span=SP, text="Meanwhile… ", t=0.65 + i / 10, turn=1) for i in range(5)],
+        pe.ActionOpen(span=SP, id="a2", attrs={"type": "tool"}, in_thought=True, t=1.1, turn=1),
+        pe.ActionParsed(span=SP, action=FOLLOW, t=1.2, turn=1),
         ActionQueued(t=1.2, id="a2", action=FOLLOW, depends_on=("a1",), waiting_on=("a1",)),
-        ThoughtEnd(span=SP, t=1.25, turn=1),
-        Text(span=SP, text="\n", t=1.25, turn=1),
+        pe.ThoughtEnd(span=SP, t=1.25, turn=1),
+        pe.Text(span=SP, text="\n", t=1.25, turn=1),
         ActionSucceeded(t=1.4, id="a1", preview="Paris", duration=0.79),
         ActionStarted(t=1.41, id="a2"),
-        ResponseStart(span=SP, t=1.5, turn=1),
-        ResponseDelta(span=SP, text="Paris.", t=1.6, turn=1),
-        ResponseEnd(span=SP, t=1.7, turn=1),
+        pe.ResponseStart(span=SP, t=1.5, turn=1),
+        pe.ResponseDelta(span=SP, text="Paris.", t=1.6, turn=1),
+        pe.ResponseEnd(span=SP, t=1.7, turn=1),
         TurnEnded(t=1.7, turn=1, reason="stream_end", usage=Usage(turns=1, completion_tokens=9)),
         ActionSucceeded(t=1.9, id="a2", preview="a fact", duration=0.49),
         RunFinished(t=1.9, status="ok", answer="Paris.", usage=Usage(turns=1, seconds=1.9)),
@@ -191,7 +184,7 @@ def test_the_timeline_stays_small_whatever_the_run() -> None:
     events: list[Any] = [RunStarted(t=0.0, run_id="r", message="m", model="x")]
     events.append(TurnStarted(t=0.0, turn=1))
     for i in range(5000):  # the model switching between thought and response every token
-        kind = ThoughtDelta if i % 2 else ResponseDelta
+        kind = pe.ThoughtDelta if i % 2 else pe.ResponseDelta
         events.append(kind(span=SP, text="x", t=i / 100, turn=1))
     for i in range(MAX_BARS + 50):
         action = Action(id=f"b{i}", type=ActionType.TOOL, body={"name": "t", "parameters": {}})
@@ -225,8 +218,8 @@ def test_a_fast_stream_with_actions_stays_within_the_message_budget() -> None:
         # An action dispatched every 50 tokens.
         if tick % 5 == 4:
             action = Action(id=f"a{tick}", type=ActionType.TOOL, body={"name": "t"})
-            view.push(ActionOpen(span=SP, id=f"a{tick}", t=t, turn=1))
-            view.push(ActionParsed(span=SP, action=action, t=t, turn=1))
+            view.push(pe.ActionOpen(span=SP, id=f"a{tick}", t=t, turn=1))
+            view.push(pe.ActionParsed(span=SP, action=action, t=t, turn=1))
             view.push(ActionQueued(t=t, id=f"a{tick}", action=action))
             view.push(ActionStarted(t=t, id=f"a{tick}"))
 
