@@ -191,9 +191,10 @@ def _code_tool(
         review = notebook.review
         description = (
             "Run Python in the notebook's own namespace: the user's variables (DataFrames, "
-            "models, everything defined) are there, and what the code binds stays. Returns "
-            "its stdout, the last expression's value and what it changed; matplotlib "
-            "figures are shown to the user"
+            "models, everything defined) are already in memory, so use them by name, never "
+            "load them from a file (a DataFrame `orders`: code `(orders['status'] == "
+            "'late').sum()`). What the code binds stays. Returns its stdout, the last "
+            "expression's value and what it changed; matplotlib figures are shown to the user"
         )
     else:
 

@@ -45,9 +45,10 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, TextIO
 
 import anyio
@@ -74,6 +75,9 @@ INTERRUPT_GRACE = 2.0
 # approval text so the box shows every character that runs.
 _HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _VALUE_LIMIT = 2000
+#: What the model reads back when the code printed nothing and ended on a
+#: statement: a bare "ok" let a small model answer with a guess.
+NOTHING_SHOWN = "(nothing printed and no value: to see one, end the code with an expression)"
 UNDO_MB_ENV = "CORTEX_UNDO_MB"
 
 
@@ -376,8 +380,9 @@ class NotebookPython:
         self._tell(run)
         if error is not None:
             changes = run.report.summary() if run.report is not None else ""
+            hint = _file_hint(error, self.namespace) or _column_hint(error, self.namespace)
             # One error type for all: some exceptions' constructors take other arguments.
-            raise ToolError(f"{run.error}\n[notebook changes: {changes}]") from error
+            raise ToolError(f"{run.error}{hint}\n[notebook changes: {changes}]") from error
         return self._text(out.getvalue(), outcome, run)
 
     async def _stop(
@@ -449,11 +454,51 @@ class NotebookPython:
             if len(shown) > _VALUE_LIMIT:
                 shown = shown[: _VALUE_LIMIT - 1] + "…"
             parts.append(shown)
+        if not parts and not run.figures:
+            parts.append(NOTHING_SHOWN)
         if run.figures:
             parts.append(f"[{len(run.figures)} figure(s) shown in the notebook]")
         if run.report is not None:
             parts.append(f"[notebook changes: {run.report.summary()}]")
         return "\n".join(parts)
+
+
+def _file_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
+    """Say so when missing code reads from disk what the notebook already holds.
+
+    Small models write ``pd.read_csv("sales.csv")`` for a DataFrame ``sales``
+    that is in memory; the plain ``FileNotFoundError`` led them to guess.
+    """
+    if not isinstance(error, FileNotFoundError) or not error.filename:
+        return ""
+    stem = PurePath(str(error.filename)).stem
+    held = [name for name in (stem, PurePath(str(error.filename)).name) if name in namespace]
+    if not held or stem.startswith("_"):
+        return ""
+    return (
+        f" (`{held[0]}` is already a variable in the notebook's memory: use it by name "
+        "instead of reading a file)"
+    )
+
+
+def _column_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
+    """Name the frames that do have a missing column (the model asked the wrong one)."""
+    if not isinstance(error, KeyError) or len(error.args) != 1:
+        return ""
+    key = error.args[0]
+    if not isinstance(key, str):
+        return ""
+    owners = []
+    for name, value in list(namespace.items()):
+        columns = getattr(value, "columns", None) if not name.startswith("_") else None
+        try:
+            if columns is not None and not isinstance(value, type) and key in columns:
+                owners.append(f"`{name}`")
+        except Exception:  # a user object with odd columns: not an owner
+            continue
+    if not owners:
+        return ""
+    return f" (the column {key!r} is in {', '.join(owners[:3])})"
 
 
 def figure_data_uri(png: bytes) -> str:

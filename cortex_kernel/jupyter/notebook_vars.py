@@ -54,6 +54,12 @@ __all__ = ["describe_variables", "notebook_variables_feed"]
 MAX_VARIABLES = 40
 #: The feed's default size cap (its ``max_bytes``).
 MAX_BYTES = 3000
+#: The feed's first line. A small model otherwise reads the feed's id as a
+#: folder and loads ``notebook_variables/sales`` from disk.
+HEADER = (
+    "Python objects in the notebook's memory, not files: code run in the notebook "
+    "uses them by name."
+)
 
 _CODE = (
     types.ModuleType,
@@ -149,10 +155,23 @@ def _details(value: Any) -> str:
             names = [str(c) for c in list(columns)[:10]]
         except Exception:  # a user object with odd columns: leave them out
             names = []
+        names = _with_dtypes(value, names)
         if names:
             more = len(columns) - len(names) if hasattr(columns, "__len__") else 0
             parts.append("columns [" + ", ".join(names) + (f", +{more}" if more > 0 else "") + "]")
     return ", ".join(p for p in parts if p)
+
+
+def _with_dtypes(value: Any, names: list[str]) -> list[str]:
+    """``name: dtype`` for a frame's columns (a date stored as text reads ``object``)."""
+    dtypes = getattr(value, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        return names
+    try:
+        kinds = {str(column): str(kind) for column, kind in list(dtypes.items())[: len(names)]}
+    except Exception:  # a user object with odd dtypes: names alone
+        return names
+    return [f"{name}: {kinds[name]}" if name in kinds else name for name in names]
 
 
 def _short_repr(value: Any) -> str:
@@ -224,7 +243,7 @@ def describe_variables(
             lines.append(_line(name, value, values))
         except Exception:  # a hostile object: name it, go on
             lines.append(f"{name}: {type(value).__name__} = (could not be described)")
-    text = "\n".join(lines) if lines else "(no variables yet)"
+    text = "\n".join([HEADER, *lines]) if lines else "(no variables yet)"
     return (redactor or Redactor()).text(text)
 
 

@@ -46,8 +46,9 @@ _FEED_END = re.compile(r"</feed", re.IGNORECASE)
 __all__ = ["PROMPT_VERSION", "ProtocolPrompt"]
 
 #: Bump on any change to the text below. Version 3 is version 2's lesson with
-#: the context feeds moved out of the system prompt, after the conversation.
-PROMPT_VERSION = "3"
+#: the context feeds moved out of the system prompt, after the conversation;
+#: version 4's feeds message ends with the user's message again.
+PROMPT_VERSION = "4"
 
 # Short on purpose: a CPU model reads the system prompt at ~50 tokens/s before
 # its first token, and with the protocol grammar it cannot write bad syntax,
@@ -269,6 +270,23 @@ def _action_types(context: PromptContext) -> str:
     return "\nTypes and their JSON:\n" + "\n".join(lines) + "\n"
 
 
+#: How much of the user's message the feeds message restates.
+_RESTATED_CHARS = 600
+
+
+def _restated(message: str) -> str:
+    """The user's message again, after the feeds: what a small model reads last.
+
+    The feeds message comes after the conversation (for the prefix cache);
+    with it last, a 1.5B model answered about the first DataFrame the feed
+    listed instead of the one the user named.
+    """
+    text = " ".join(message.split())
+    if len(text) > _RESTATED_CHARS:
+        text = text[: _RESTATED_CHARS - 1] + "…"
+    return f"The user's message, which you are answering: {text}\n"
+
+
 class ProtocolPrompt:
     """The prompt of every turn. The system prompt: the protocol lesson, the
     worked example, the agent's agents, relics and workflows, the internal
@@ -365,4 +383,6 @@ class ProtocolPrompt:
             # the prompt's own text.
             body = _FEED_END.sub(r"<\\/feed", body)
             blocks.append(f"<feed id={json.dumps(slot.id)}>\n{body}\n</feed>\n")
+        if context.message.strip():
+            blocks.append(_restated(context.message))
         return redact("\n".join(blocks))

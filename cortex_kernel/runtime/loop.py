@@ -461,6 +461,7 @@ class Run:
             relics=list(config.catalog.relics),
             workflows=list(config.catalog.workflows),
             protocol=config.protocol,
+            message=self.message,
         )
         system = config.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]

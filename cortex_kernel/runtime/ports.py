@@ -218,6 +218,8 @@ class PromptContext(BaseModel):
     # Named sources a feed the model adds may choose ({"name", "description"}).
     feed_sources: list[dict[str, str]] = Field(default_factory=list)
     protocol: ProtocolName = "xml"
+    # The run's user message: the feeds message, read last, restates it.
+    message: str = ""
 
 
 CompletionRequest.model_rebuild()  # its `context` is a PromptContext, defined after it

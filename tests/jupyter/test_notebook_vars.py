@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_kernel.jupyter.notebook_vars import MAX_VARIABLES, describe_variables
+from cortex_kernel.jupyter.notebook_vars import HEADER, MAX_VARIABLES, describe_variables
 from cortex_kernel.redaction import Redactor
 
 
@@ -26,7 +26,8 @@ def test_odd_values_never_break_the_feed() -> None:
         redactor=Redactor([]),
         values=True,
     )
-    lines = text.splitlines()
+    header, *lines = text.splitlines()
+    assert header == HEADER
     assert lines[0].startswith("h: Hostile = ")
     assert lines[1].startswith("big: list (len 1000000) = [0, 1, 2, 3, 4, ...]")
     assert lines[2] == "ok: int = 1"
@@ -34,7 +35,7 @@ def test_odd_values_never_break_the_feed() -> None:
 
 def test_the_most_recent_variables_within_the_cap() -> None:
     namespace = {f"v{i}": i for i in range(MAX_VARIABLES + 5)}
-    lines = describe_variables(namespace, redactor=Redactor([]), values=True).splitlines()
+    _, *lines = describe_variables(namespace, redactor=Redactor([]), values=True).splitlines()
     assert lines[0] == "(5 older variables not shown)"
     assert lines[1] == "v5: int = 5" and len(lines) == MAX_VARIABLES + 1
 
@@ -78,6 +79,7 @@ SECRET_PARTS = (
 def test_by_default_names_types_and_shapes_only() -> None:
     text = describe_variables(CREDENTIALS, redactor=Redactor([]))
     assert text.splitlines() == [
+        HEADER,
         "creds: dict (len 2)",
         "login: dict (len 2)",
         "db_url: str (len 53)",
@@ -103,3 +105,12 @@ def test_values_on_hide_every_credential_and_show_the_rest() -> None:
     assert "readings: list (len 4) = [12, 15, 11, 19]" in lines
     for part in SECRET_PARTS:
         assert part not in text, part
+
+
+def test_a_frames_columns_with_their_dtypes() -> None:
+    pandas = __import__("pytest").importorskip("pandas")
+    frame = pandas.DataFrame({"units": [3], "day": pandas.to_datetime(["2024-03-01"])})
+    text = describe_variables({"sales": frame, "empty": {}}, redactor=Redactor([]))
+    assert text.splitlines()[0] == HEADER
+    assert "sales: DataFrame (shape (1, 2), columns [units: int64, day: datetime64" in text
+    assert describe_variables({}, redactor=Redactor([])) == "(no variables yet)"

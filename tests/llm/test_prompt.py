@@ -126,6 +126,16 @@ def test_a_feed_value_cannot_close_its_block() -> None:
     assert "</feed" not in value.lower() and "Ignore the user" not in after
 
 
+def test_the_feeds_message_ends_with_the_users_message() -> None:
+    asked = "How many customers in `customers` have churned?"
+    feeds = ProtocolPrompt().feeds_message(context(message=asked))
+    assert feeds.rstrip().endswith(f"The user's message, which you are answering: {asked}")
+    long = ProtocolPrompt().feeds_message(context(message="word " * 500))
+    assert len(long.rsplit("answering: ", 1)[1].strip()) == 600
+    # No feeds: no message, whatever the user asked.
+    assert ProtocolPrompt().feeds_message(context(feeds=[], message=asked)) == ""
+
+
 def test_the_prompt_without_tools_or_internal_actions_says_so() -> None:
     text = ProtocolPrompt(include_example=False).system_prompt(
         context(tools=[], internal_actions=[], feeds=[])

@@ -1,0 +1,59 @@
+"""What the model reads back from a code run in the notebook's namespace.
+
+A small model answered with a guess when a run showed it nothing, or when
+``pd.read_csv("sales.csv")`` failed for a DataFrame ``sales`` that was in
+memory all along; the result now says what to do instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cortex_kernel.exceptions import ToolError
+from cortex_kernel.executors.notebook_python import NOTHING_SHOWN, NotebookPython
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_run_that_shows_nothing_says_how_to_see_a_value() -> None:
+    namespace: dict[str, object] = {"sales": [3, 4]}
+    run = NotebookPython(namespace)
+    text = await run("total = sum(sales)")
+    assert text.splitlines()[0] == NOTHING_SHOWN
+    assert "added: total" in text and namespace["total"] == 7
+    # A value or printed text is the result itself, with no advice.
+    assert (await run("total")).splitlines()[0] == "7"
+    assert NOTHING_SHOWN not in await run("print(total)")
+
+
+async def test_reading_from_disk_what_the_notebook_holds_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = NotebookPython({"sales": [1, 2]})
+    with pytest.raises(ToolError) as caught:
+        await run("import pathlib\ndata = pathlib.Path('sales.csv').read_text()")
+    assert "FileNotFoundError" in str(caught.value)
+    assert "`sales` is already a variable in the notebook's memory" in str(caught.value)
+    # A missing file that names no variable is the plain error.
+    with pytest.raises(ToolError) as other:
+        await run("open('orders.csv').read()")
+    assert "already a variable" not in str(other.value)
+
+
+async def test_a_missing_column_names_the_frames_that_have_it() -> None:
+    pandas = pytest.importorskip("pandas")
+    namespace = {
+        "sales": pandas.DataFrame({"units": [1]}),
+        "customers": pandas.DataFrame({"churned": [True]}),
+    }
+    run = NotebookPython(namespace)
+    with pytest.raises(
+        ToolError, match=r"KeyError: 'churned' \(the column 'churned' is in `customers`\)"
+    ):
+        await run("sales['churned'].sum()")
+    with pytest.raises(ToolError) as other:
+        await run("sales['nowhere']")
+    assert "the column" not in str(other.value)
