@@ -105,12 +105,22 @@ class Kernel:
         self.kc.wait_for_ready(timeout=60)
         self._buffered: list[dict[str, Any]] = []
 
-    def wait_for_op(self, msg_id: str, kind: str, target: str, state: str, timeout: float) -> None:
-        """Read iopub until a widget delta sets ``target``'s state (messages are kept)."""
+    def _iopub(self, timeout: float) -> Iterator[dict[str, Any]]:
+        """The messages already read (kept for :meth:`collect`), then new ones until ``timeout``.
+
+        A wait sees what an earlier wait read past: two things may arrive in
+        either order (a stream printed before the widget delta waited for first).
+        """
+        yield from list(self._buffered)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
             self._buffered.append(msg)
+            yield msg
+
+    def wait_for_op(self, msg_id: str, kind: str, target: str, state: str, timeout: float) -> None:
+        """Read iopub until a widget delta sets ``target``'s state (messages are kept)."""
+        for msg in self._iopub(timeout):
             if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] != "comm_msg":
                 continue
             data = msg["content"]["data"]
@@ -123,11 +133,8 @@ class Kernel:
 
     def wait_for_stream(self, msg_id: str, text: str, timeout: float) -> None:
         """Read iopub until ``msg_id``'s output contains ``text`` (messages are kept)."""
-        deadline = time.monotonic() + timeout
         seen = ""
-        while time.monotonic() < deadline:
-            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-            self._buffered.append(msg)
+        for msg in self._iopub(timeout):
             if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
                 seen += msg["content"]["text"]
                 if text in seen:
