@@ -464,35 +464,37 @@ class NotebookPython:
 
 
 def _file_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
-    """Say so when missing code reads from disk what the notebook already holds.
+    """Say so when code reads from disk what the notebook already holds.
 
     Small models write ``pd.read_csv("sales.csv")`` for a DataFrame ``sales``
     that is in memory; the plain ``FileNotFoundError`` led them to guess.
     """
     if not isinstance(error, FileNotFoundError) or not error.filename:
         return ""
-    stem = PurePath(str(error.filename)).stem
-    held = [name for name in (stem, PurePath(str(error.filename)).name) if name in namespace]
-    if not held or stem.startswith("_"):
+    path = PurePath(str(error.filename))
+    if path.stem.startswith("_"):
+        return ""
+    held = next((name for name in (path.stem, path.name) if name in namespace), None)
+    if held is None:
         return ""
     return (
-        f" (`{held[0]}` is already a variable in the notebook's memory: use it by name "
+        f" (`{held}` is already a variable in the notebook's memory: use it by name "
         "instead of reading a file)"
     )
 
 
 def _column_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
     """Name the frames that do have a missing column (the model asked the wrong one)."""
-    if not isinstance(error, KeyError) or len(error.args) != 1:
-        return ""
-    key = error.args[0]
+    key = error.args[0] if isinstance(error, KeyError) and len(error.args) == 1 else None
     if not isinstance(key, str):
         return ""
     owners = []
     for name, value in list(namespace.items()):
-        columns = getattr(value, "columns", None) if not name.startswith("_") else None
+        if name.startswith("_") or isinstance(value, type):
+            continue
         try:
-            if columns is not None and not isinstance(value, type) and key in columns:
+            columns = getattr(value, "columns", None)
+            if columns is not None and key in columns:
                 owners.append(f"`{name}`")
         except Exception:  # a user object with odd columns: not an owner
             continue

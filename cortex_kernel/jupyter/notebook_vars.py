@@ -1,8 +1,9 @@
 """The ``notebook_variables`` context feed: the user's variables, as the agent should know them.
 
 The kernel fills this built-in feed source (docs/feeds.md) so the agent knows the
-data it is asked about: one line per variable with its name, type and shape
-(or length, dtype, columns). It is on by default in notebooks (the
+data it is asked about: a line saying these are objects in memory, not files,
+then one line per variable with its name, type and shape (or length, dtype,
+columns with their dtypes). It is on by default in notebooks (the
 kernel builds each session with :func:`notebook_variables_source` and
 :func:`notebook_variables_feed`), and ``%feeds remove notebook_variables`` turns it off.
 
@@ -214,6 +215,8 @@ def describe_variables(
     values: bool = False,
 ) -> str:
     """One line per user variable of ``namespace``: ``name: type (shape…)``, ``= repr`` if asked.
+
+    The lines follow :data:`HEADER`; with no variable the text is ``(no variables yet)``.
 
     Parameters
     ----------
