@@ -407,14 +407,7 @@ def _namespace(
             )
         return None, {}
     source, _, attribute = parsed.namespace.partition(":")
-    module = _module_from_file(where.parent / source) if source.endswith(".py") else None
-    if module is None:
-        try:
-            module = importlib.import_module(source)
-        except ImportError as exc:
-            raise ConfigError(
-                f"namespace {parsed.namespace!r}: cannot import {source}: {exc}"
-            ) from None
+    module = _import(source, where.parent, f"namespace {parsed.namespace!r}")
     factory = getattr(module, attribute or "namespace", None)
     if not callable(factory):
         raise ConfigError(f"namespace {parsed.namespace!r}: {source} has no function to call")
@@ -429,13 +422,7 @@ def _namespace(
 
 def _load_tools(entry: str, folder: Path) -> dict[str, Callable[..., Any]]:
     source, _, attribute = entry.partition(":")
-    if source.endswith(".py"):
-        module = _module_from_file(folder / source)
-    else:
-        try:
-            module = importlib.import_module(source)
-        except ImportError as exc:
-            raise ConfigError(f"tool {entry!r}: cannot import {source}: {exc}") from None
+    module = _import(source, folder, f"tool {entry!r}")
     if attribute:
         function = getattr(module, attribute, None)
         if not callable(function):
@@ -451,6 +438,19 @@ def _load_tools(entry: str, folder: Path) -> dict[str, Callable[..., Any]]:
     if not found:
         raise ConfigError(f"tool {entry!r}: no @tool function in {source}")
     return found
+
+
+def _import(source: str, folder: Path, what: str) -> Any:
+    """The module ``source`` names: a ``.py`` file in ``folder``, else an importable module.
+
+    ``what`` (the suite entry naming it) starts the error when it cannot be imported.
+    """
+    if source.endswith(".py"):
+        return _module_from_file(folder / source)
+    try:
+        return importlib.import_module(source)
+    except ImportError as exc:
+        raise ConfigError(f"{what}: cannot import {source}: {exc}") from None
 
 
 def _module_from_file(path: Path) -> Any:
