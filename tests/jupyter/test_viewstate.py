@@ -370,7 +370,7 @@ def test_a_tools_stderr_a_context_feed_and_internal_actions_show_up(tmp_path: Pa
     assert "✗ feed.backlog feed backlog (on_demand): failed [blocked]" in text
     html = render_html(state.doc)
     assert "<summary" in html and ">stderr</summary>" in html and "counting" in html
-    assert "[blocked]" in render_markdown(state.doc)
+    assert "\\[blocked\\]" in render_markdown(state.doc)  # escaped, as a decision is
     assert_view_js_rebuilds(events)
 
 

@@ -69,6 +69,19 @@ def _placement(node: dict[str, Any]) -> str:
     return text
 
 
+def _flags(node: dict[str, Any]) -> list[str]:
+    """``[approved (user)]``, ``[blocked]``: what a node's line shows in brackets.
+
+    Its approval's decision, then ``[blocked]`` when its audit blocked it;
+    each rendering marks them up its own way.
+    """
+    decision = (node.get("approval") or {}).get("decision")
+    flags = [f"[{decision}]"] if decision else []
+    if node.get("audit") == "blocked":
+        flags.append("[blocked]")
+    return flags
+
+
 def text_line(node: dict[str, Any], depth: int) -> str:
     icon = STATE_ICONS.get(node["state"], "?")
     line = f"{'  ' * depth}{icon} {_node_label(node)}: {node['state']}{_placement(node)}"
@@ -76,11 +89,7 @@ def text_line(node: dict[str, Any], depth: int) -> str:
         line += f" — {UNSTOPPED_NOTE}"
     if node.get("deps"):
         line += f" <- {', '.join(node['deps'])}"
-    if (node.get("approval") or {}).get("decision"):
-        line += f" [{node['approval']['decision']}]"
-    if node.get("audit") == "blocked":
-        line += " [blocked]"
-    return line
+    return line + "".join(f" {flag}" for flag in _flags(node))
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -131,10 +140,7 @@ def _markdown_item(node: dict[str, Any], depth: int) -> list[str]:
     label = code_span(_node_label(node))
     item = f"{'  ' * depth}- {icon} {label} — {literal_markdown(node['state'])}"
     item += literal_markdown(_placement(node))
-    if (node.get("approval") or {}).get("decision"):
-        item += f" {literal_markdown('[' + node['approval']['decision'] + ']')}"
-    if node.get("audit") == "blocked":
-        item += " [blocked]"
+    item += "".join(f" {literal_markdown(flag)}" for flag in _flags(node))
     if node.get("deps"):
         item += f" {literal_markdown('(after ' + ', '.join(node['deps']) + ')')}"
     detail = node.get("preview") or node.get("error")
@@ -254,10 +260,7 @@ def _html_line(node: dict[str, Any]) -> str:
     line = f"{icon} <code>{esc(_node_label(node))}</code> {esc(node['state'])}"
     if node.get("where"):
         line += f" <small>{esc(_placement(node).strip())}</small>"
-    if (node.get("approval") or {}).get("decision"):
-        line += f" <b>[{esc(node['approval']['decision'])}]</b>"
-    if node.get("audit") == "blocked":
-        line += " <b>[blocked]</b>"
+    line += "".join(f" <b>{esc(flag)}</b>" for flag in _flags(node))
     if node.get("deps"):
         line += f" <small>after {esc(', '.join(node['deps']))}</small>"
     if node.get("t0") is not None and node.get("t1") is not None:
