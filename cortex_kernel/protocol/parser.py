@@ -536,15 +536,7 @@ class Parser:
                 ActionErrorEvent(span=(end, end), id=action_id, message=message, attrs=attrs)
             )
             return self._state
-        # self._body.open(self._state, span, attrs, action_id), inlined: once per action.
-        opened = self._body
-        opened.parent = self._state
-        opened.elem_start, opened.body_start = span
-        opened.attrs = attrs
-        opened.open_id = action_id
-        opened.scanner = None
-        opened.checked = 0
-        opened.decoded = None
+        self._body.open(self._state, span, attrs, action_id)
         return ACTION
 
     def _open_feed(self, events: list[ParserEvent], span: tuple[int, int], text: str) -> State:
