@@ -483,11 +483,8 @@ def _file_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
     )
 
 
-def _column_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
-    """Name the frames that do have a missing column (the model asked the wrong one)."""
-    key = error.args[0] if isinstance(error, KeyError) and len(error.args) == 1 else None
-    if not isinstance(key, str):
-        return ""
+def _column_owners(key: str, namespace: Mapping[str, Any]) -> list[str]:
+    """The notebook's variables whose ``columns`` hold ``key`` (DataFrames, by name)."""
     owners = []
     for name, value in list(namespace.items()):
         if name.startswith("_") or isinstance(value, type):
@@ -495,12 +492,30 @@ def _column_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
         try:
             columns = getattr(value, "columns", None)
             if columns is not None and key in columns:
-                owners.append(f"`{name}`")
+                owners.append(name)
         except Exception:  # a user object with odd columns: not an owner
             continue
+    return owners
+
+
+def _column_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
+    """Name the frames that do have a missing column, and how to write it.
+
+    A small model asked the wrong frame (``sales['plan']`` for a column of
+    ``customers``), or wrote a column as a bare name (``customers[churned]``);
+    told only which frame has it, it repeated the same code.
+    """
+    if isinstance(error, KeyError) and len(error.args) == 1 and isinstance(error.args[0], str):
+        key, what = error.args[0], f"the column {error.args[0]!r} is in"
+    elif isinstance(error, NameError) and isinstance(error.name, str):
+        key, what = error.name, f"`{error.name}` is not a variable but a column of"
+    else:
+        return ""
+    owners = _column_owners(key, namespace)[:3]
     if not owners:
         return ""
-    return f" (the column {key!r} is in {', '.join(owners[:3])})"
+    frames = ", ".join(f"`{name}`" for name in owners)
+    return f" ({what} {frames}: write {owners[0]}[{key!r}])"
 
 
 def figure_data_uri(png: bytes) -> str:

@@ -18,6 +18,11 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   Schema (copied from a prompt that lists schemas) is refused by the tool
   executor with :func:`schema_as_parameters_message`, which shows a call
   with values.
+- **An imagined result is no answer**: with function calling, text that
+  opens with the chat template's tool-result tag (``<tool_response>``, from
+  Qwen's and Hermes' templates) is the model writing what it expects a
+  tool to return, not an answer to the user (:func:`imagined_result`); the
+  turn counts as one without an answer, so rule 6 applies.
 - **Stuck** (rule 7): the same failing action — same type and same body — a
   third time in one run ends it with status ``stuck`` (:class:`RepeatedFailures`).
 """
@@ -25,6 +30,7 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..protocol.models import Action
@@ -39,6 +45,34 @@ RETRYABLE_STATES = frozenset({"rejected", "failed", "skipped", "cancelled"})
 
 _PROVISIONAL = (
     "**Provisional answer** (the model gave no final response; this is its last thought):"
+)
+
+
+# The tool-result tag of the chat templates that wrap results in it.
+_RESULT_TAG = re.compile(r"\s*<tool_response>", re.IGNORECASE)
+
+
+def imagined_result(text: str) -> bool:
+    """Whether a function-calling turn's text is a tool result the model made up.
+
+    Parameters
+    ----------
+    text
+        The turn's text outside any call.
+
+    Returns
+    -------
+    bool
+        ``True`` when it opens with ``<tool_response>``: the model took the
+        chat template's turn for a tool result, not the user's answer.
+    """
+    return _RESULT_TAG.match(text) is not None
+
+
+#: The warning that says why such text is not taken as the answer.
+IMAGINED_RESULT_WARNING = (
+    "the model's text opened with <tool_response>: it wrote a tool result it made up, "
+    "not an answer, so it is not taken as the answer"
 )
 
 

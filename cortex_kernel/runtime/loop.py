@@ -46,7 +46,14 @@ from ..protocol.parser import Parser
 from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer, ground_answer
-from .drift import RETRYABLE_STATES, RepeatedFailures, provisional_answer, repair_message
+from .drift import (
+    IMAGINED_RESULT_WARNING,
+    RETRYABLE_STATES,
+    RepeatedFailures,
+    imagined_result,
+    provisional_answer,
+    repair_message,
+)
 from .feed_run import RunFeeds, run_status
 from .grounding import GroundingReport
 from .limits import Budget
@@ -358,7 +365,7 @@ class Run:
                 return "stuck", stuck, last_progress
             if not settled and not turn.errors and not scheduler.pending:
                 # Nothing to report and nothing running: the model is done.
-                answer = last_progress or "".join(turn.outside).strip()
+                answer = last_progress or self._outside_answer(turn)
                 if answer:
                     return self._answer(answer)
                 if repaired:
@@ -379,6 +386,18 @@ class Run:
                 limits=self.limits,
                 model=self.model,
             )
+
+    def _outside_answer(self, turn: Turn) -> str:
+        """The turn's text outside any element, as an answer (``""``: none)."""
+        outside = "".join(turn.outside).strip()
+        if self.config.protocol == "tools" and imagined_result(outside):
+            self.emit(
+                WarningEvent(
+                    span=(0, 0), t=self.clock(), turn=turn.number, message=IMAGINED_RESULT_WARNING
+                )
+            )
+            return ""
+        return outside
 
     def _answer(self, text: str) -> tuple[RunStatus, str, str]:
         """The run's end: its answer, ``incomplete`` when a reference cannot be filled."""

@@ -50,10 +50,29 @@ async def test_a_missing_column_names_the_frames_that_have_it() -> None:
         "customers": pandas.DataFrame({"churned": [True]}),
     }
     run = NotebookPython(namespace)
-    with pytest.raises(
-        ToolError, match=r"KeyError: 'churned' \(the column 'churned' is in `customers`\)"
-    ):
+    with pytest.raises(ToolError) as caught:
         await run("sales['churned'].sum()")
+    assert str(caught.value).startswith(
+        "KeyError: 'churned' (the column 'churned' is in `customers`: write customers['churned'])"
+    )
     with pytest.raises(ToolError) as other:
         await run("sales['nowhere']")
     assert "the column" not in str(other.value)
+
+
+async def test_a_column_written_as_a_bare_name_says_how_to_write_it() -> None:
+    pandas = pytest.importorskip("pandas")
+    namespace = {"customers": pandas.DataFrame({"churned": [True, False]})}
+    run = NotebookPython(namespace)
+    with pytest.raises(ToolError) as caught:
+        await run("customers[churned].shape[0]")
+    assert str(caught.value).startswith(
+        "NameError: name 'churned' is not defined (`churned` is not a variable but a column "
+        "of `customers`: write customers['churned'])"
+    )
+    # The hinted form runs.
+    assert (await run("int(customers['churned'].sum())")).splitlines()[0] == "1"
+    # A name that is no column is the plain error.
+    with pytest.raises(ToolError) as other:
+        await run("nowhere + 1")
+    assert str(other.value).startswith("NameError: name 'nowhere' is not defined\n")

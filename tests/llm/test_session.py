@@ -438,3 +438,29 @@ async def test_the_transcript_keeps_no_secret_of_what_a_turn_answered(
     assert SECRET not in text
     [turn] = [r for r in _records(tmp_path) if r["type"] == "model_turn"]
     assert "use the key" in str(turn["opening"])
+
+
+async def test_a_made_up_tool_response_is_not_the_answer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Qwen2.5-Coder-1.5B on llama-cpp-python, after a failed call: the chat
+    # template's result tag, and nothing else. It was the run's `ok` answer.
+    server.stream('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "x"}}\n</tool_call>')
+    server.stream("<tool_response>\n\n")
+    server.stream("I could not add them: b is not a number.")
+    result = await run_tools(server, tmp_path, adder(), "add 2 and x")
+    assert (result.status, result.answer) == ("ok", "I could not add them: b is not a number.")
+    # The third request is the repair turn's: it asks for the answer.
+    assert "You have not answered yet" in server.requests[2].body["messages"][-1]["content"]
+    warnings = [e.message for e in result.events if e.type == "warning"]
+    assert any("<tool_response>" in w and "not taken as the answer" in w for w in warnings)
+
+
+async def test_made_up_tool_responses_only_end_without_an_answer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.stream("<tool_response>\n8\n</tool_response>")
+    server.stream("<tool_response>")
+    result = await run_tools(server, tmp_path, adder(), "add 2 and 3")
+    assert result.status == "no_answer"
+    assert "8" not in result.answer
