@@ -61,6 +61,7 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
         # A suite with python: the tasks whose last run ran code without an error.
         "ran_code": sum(bool(r.code_runs) for r in done if r.code_runs is not None),
         "python_tasks": sum(r.code_runs is not None for r in done),
+        "unmarked": sum(r.unmarked for r in done),
     }
 
 
@@ -156,7 +157,12 @@ def table(data: dict[str, Any]) -> str:
         f"{o['mean_seconds']:.1f} s/task, total {o['total_seconds']:.0f} s; "
         f"ok-with-empty-answer {o['ok_with_empty_answer']}, names overwritten "
         f"{o['names_overwritten']}, unverified figures {o.get('unverified', 0)}"
-        + (f"; ran code {o['ran_code']}/{o['python_tasks']}" if o.get("python_tasks") else "")
+        + (
+            f"; ran code {o['ran_code']}/{o['python_tasks']}, unmarked answers "
+            f"{o.get('unmarked', 0)}"
+            if o.get("python_tasks")
+            else ""
+        )
     )
     categories = data.get("categories") or {}
     if categories:

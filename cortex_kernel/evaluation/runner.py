@@ -67,6 +67,10 @@ class TaskResult:
     code_errors: int = 0
     #: matplotlib figures the last run's code drew.
     figures: int = 0
+    #: A task that needs code: the answer states figures, no code ran without
+    #: an error, and the view marks nothing (no unverified figure, no "no
+    #: data was looked at"): a guess the user cannot tell from a result.
+    unmarked: bool = False
 
     @property
     def clean(self) -> bool:
@@ -207,6 +211,14 @@ async def run_task(
     outcome = Outcome(namespace, suite.expected_values(task), result.figures)
     no_data = last.grounding is not None and last.grounding.no_data_looked_at
     needs_code = suite.needs_code(task)
+    result.unmarked = (
+        needs_code
+        and not result.code_runs
+        and last.grounding is not None
+        and bool(last.grounding.figures)
+        and not last.grounding.unverified
+        and not no_data
+    )
     result.failure = _judge(
         task, result, written, protocol, outcome, needs_code=needs_code, no_data=no_data
     )

@@ -101,6 +101,7 @@ def ground_answer(
     message
         The user's message.
     """
+    nodes = list(nodes)
     evidence = Evidence()
     for node in nodes:  # the run's own results first: they are the operands
         if node.state is NodeState.SUCCEEDED:
@@ -112,7 +113,8 @@ def ground_answer(
     for earlier in prior:
         _add_earlier(evidence, earlier)
     evidence.add_message(message)
-    return check(answer, evidence)
+    failed = any(node.state in (NodeState.FAILED, NodeState.REJECTED) for node in nodes)
+    return check(answer, evidence, lookups_failed=failed)
 
 
 def _add_earlier(evidence: Evidence, message: Message) -> None:

@@ -103,7 +103,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from ..exceptions import VariableReferenceError
 from ..safejson import safe_str
@@ -317,8 +317,11 @@ class GroundingReport:
     figures
         Every figure of the answer, in order, with what was found for it.
     no_data_looked_at
-        The answer states a figure found nowhere, and the run (with the
-        conversation before it) read no data at all: no result, no variable.
+        The answer states figures, and the run (with the conversation before
+        it) read no data at all: no result, no variable. Set when a figure
+        is found nowhere, or when the run's lookups all failed and a figure
+        is not the user's own (one that then matches a feed's row count is
+        a coincidence, not a result).
     evidence_capped
         Only part of the evidence was read (:attr:`Evidence.notes` says which).
     notes
@@ -361,6 +364,8 @@ class GroundingReport:
         """
         unverified = self.unverified
         if not unverified:
+            if self.no_data_looked_at:
+                return "no data was looked at (every lookup failed): its figures were not computed"
             return ""
         noun = "figure" if len(unverified) == 1 else "figures"
         line = f"{len(unverified)} {noun} not found in any result"
@@ -1212,7 +1217,11 @@ class _Walk:
 # -- the check and the marks ---------------------------------------------------
 
 
-def check(answer: str, evidence: Evidence) -> GroundingReport:
+#: The sources that are the user's own words (figures a run may repeat).
+_USERS_WORDS: Final = frozenset({"the message", "an earlier message"})
+
+
+def check(answer: str, evidence: Evidence, *, lookups_failed: bool = False) -> GroundingReport:
     """Look up every figure of ``answer`` in ``evidence``.
 
     Parameters
@@ -1222,6 +1231,11 @@ def check(answer: str, evidence: Evidence) -> GroundingReport:
         the report are offsets into it.
     evidence
         What the run saw.
+    lookups_failed
+        The run tried to look at data and failed (an action failed or was
+        refused): with no data seen, its figures are not computed even
+        when each matches something (a row count in a feed), except the
+        user's own figures, repeated.
 
     Returns
     -------
@@ -1251,9 +1265,11 @@ def check(answer: str, evidence: Evidence) -> GroundingReport:
         else:
             checked.append(CheckedFigure(figure, grounded=True, how=found[0], source=found[1]))
     unverified = any(not c.grounded for c in checked)
+    # After failed lookups, only the user's own figures may be repeated unflagged.
+    guessed = lookups_failed and any(c.source not in _USERS_WORDS for c in checked)
     return GroundingReport(
         figures=tuple(checked),
-        no_data_looked_at=unverified and not evidence.data_seen,
+        no_data_looked_at=(unverified or guessed) and not evidence.data_seen,
         evidence_capped=evidence.capped,
         notes=tuple(evidence.notes),
     )

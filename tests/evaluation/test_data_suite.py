@@ -208,7 +208,7 @@ def test_a_careful_scripted_model_gets_every_task(tmp_path: Path) -> None:
     assert overall["unverified"] == 0 and overall["names_overwritten"] == 0
     header, *_ = result.stdout.splitlines()
     assert header.split()[-2:] == ["sec", "code"]
-    assert "; ran code 16/16" in result.stdout
+    assert "; ran code 16/16, unmarked answers 0" in result.stdout
 
 
 def test_mistakes_fail_each_for_its_reason(tmp_path: Path) -> None:
@@ -217,6 +217,7 @@ def test_mistakes_fail_each_for_its_reason(tmp_path: Path) -> None:
     churned = suite.expected_values(tasks["count-churned"])["churned_customers"]
     missing = suite.expected_values(tasks["missing-prices"])["missing_prices"]
     share = suite.expected_values(tasks["follow-up-share"])["top_region_share"]
+    [(_, top_revenue)] = suite.expected_values(tasks["top-region-revenue"]).values()
     lines = [
         # Code on data it damaged first: the count is of what is left.
         python_action("sales.dropna(inplace=True)\nint((sales['region'] == 'North').sum())"),
@@ -267,6 +268,28 @@ def test_mistakes_fail_each_for_its_reason(tmp_path: Path) -> None:
     assert missing > 0
     codes = {t["id"]: (t["code_runs"], t["code_errors"]) for t in report["tasks"]}
     assert codes["top-region-revenue"] == (0, 1) and codes["count-churned"] == (0, 0)
+    # An answer with figures no code computed that the view shows unmarked:
+    # none here (the share is marked unverified, count-churned's figure "no
+    # data was looked at", "North leads" states none). A figure found in the
+    # previous cell's result would be one.
+    assert {t["id"]: t["unverified"] for t in report["tasks"]}["follow-up-share"] == 1
+    assert report["overall"]["unmarked"] == 0
+    turns.write_text(
+        "".join(
+            json.dumps({"content": line}) + "\n"
+            for line in [
+                python_action(REFERENCE["follow-up-share"][0]),
+                "<response>Result: $result</response>",
+                f"<response>The top region brought in {top_revenue:.2f}.</response>",
+            ]
+        )
+    )
+    out = tmp_path / "again"
+    again = eval_cli("--model", f"replay:{turns}", "--out", str(out), "--task", "follow-up-share")
+    assert again.returncode == 0, again.stderr
+    [task] = report_of(out)["tasks"]
+    assert (task["failure"], task["unverified"], task["unmarked"]) == (no_code, 0, True)
+    assert "unmarked answers 1" in again.stdout
 
 
 def test_one_task_through_litellm_in_function_calling(tmp_path: Path) -> None:

@@ -218,6 +218,25 @@ def test_numbers_in_the_users_message_are_grounded_and_are_not_data() -> None:
     assert invented.no_data_looked_at
 
 
+def test_after_failed_lookups_a_figure_only_a_feed_holds_is_flagged() -> None:
+    # The code run failed; the answer's median matches the feed's row count.
+    evidence = Evidence()
+    evidence.add("customers: DataFrame (shape (150, 6))", source="context feed x", data=False)
+    evidence.add_message("What is the median spend? Our target is 90.")
+    answer = "The median spend is 150.0."
+    assert not check(answer, evidence).no_data_looked_at  # nothing was tried: a match
+    flagged = check(answer, evidence, lookups_failed=True)
+    assert flagged.unverified == () and flagged.no_data_looked_at
+    assert flagged.summary() == (
+        "no data was looked at (every lookup failed): its figures were not computed"
+    )
+    # The user's own figure, repeated, is theirs to state.
+    assert not check("Your target is 90.", evidence, lookups_failed=True).no_data_looked_at
+    # Once some data was looked at, matches are matches.
+    evidence.add([150.0], source="a1")
+    assert not check(answer, evidence, lookups_failed=True).no_data_looked_at
+
+
 def test_an_earlier_turns_result_is_data() -> None:
     evidence = Evidence()
     evidence.add([120, 80], source="the previous turn")

@@ -135,10 +135,28 @@ async def test_figures_stated_without_looking_at_any_data_say_so(tmp_path: Path)
     await s.aclose()
 
 
+async def test_after_a_failed_lookup_the_users_own_figure_is_not_flagged(
+    tmp_path: Path,
+) -> None:
+    # The only lookup failed; the answer repeats the user's figure, which is
+    # theirs to state (a figure that only a feed holds is flagged: test_grounding).
+    failing = (
+        '<action type="tool" mode="sync" id="p1">'
+        '{"name": "population", "parameters": {"city": "Atlantis"}}</action>'
+    )
+    model = ScriptedModel([failing, "<response>No record; you read 5,000.</response>"])
+    s = session(model, tmp_path)
+    result = await s.run("How many people live in Atlantis? I read 5,000 somewhere.")
+    assert result.status == "ok"
+    assert result.grounding is not None and result.grounding.unverified == ()
+    assert not result.grounding.no_data_looked_at and result.grounding.summary() == ""
+    await s.aclose()
+
+
 async def test_a_failing_check_is_skipped_and_never_fails_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(answer: str, evidence: Any) -> Any:
+    def broken(answer: str, evidence: Any, **_: Any) -> Any:
         raise RuntimeError("checker bug")
 
     monkeypatch.setattr(answer_module, "check", broken)
