@@ -662,8 +662,30 @@ async def run_case(
         )
     else:
         result.failure = data.score(case, result.calls)
+        distinct = distinct_calls(result.calls)
+        result.distinct_correct = (
+            result.failure is None
+            if distinct == result.calls
+            else data.score(case, distinct) is None
+        )
     result.correct = result.failure is None
     return result
+
+
+def distinct_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``calls`` with each repeat of an earlier call left out (order kept).
+
+    The runtime runs a call repeated in the same turn once and gives the
+    repeat its result; the report's second score counts calls that way.
+    """
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    for call in calls:
+        key = json.dumps(call, sort_keys=True, ensure_ascii=False, default=str)
+        if key not in seen:
+            seen.add(key)
+            kept.append(call)
+    return kept
 
 
 async def run_bfcl(

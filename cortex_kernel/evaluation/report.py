@@ -62,6 +62,9 @@ def overall(results: list[TaskResult], samples: int = 1) -> dict[str, Any]:
         "ran_code": sum(bool(r.code_runs) for r in done if r.code_runs is not None),
         "python_tasks": sum(r.code_runs is not None for r in done),
         "unmarked": sum(r.unmarked for r in done),
+        # BFCL: the score with each distinct call of a turn counted once.
+        "distinct_correct": sum(bool(r.distinct_correct) for r in done),
+        "distinct_scored": sum(r.distinct_correct is not None for r in done),
     }
 
 
@@ -161,6 +164,11 @@ def table(data: dict[str, Any]) -> str:
             f"; ran code {o['ran_code']}/{o['python_tasks']}, unmarked answers "
             f"{o.get('unmarked', 0)}"
             if o.get("python_tasks")
+            else ""
+        )
+        + (
+            f"; counting each distinct call once {o['distinct_correct']}/{o['distinct_scored']}"
+            if o.get("distinct_scored")
             else ""
         )
     )

@@ -61,6 +61,9 @@ class TaskResult:
     messages: list[str] = field(default_factory=list)
     #: The first turn's tool calls as ``{name: parameters}`` (BFCL's model output; BFCL only).
     calls: list[dict[str, Any]] = field(default_factory=list)
+    #: BFCL only: whether the case passes with each distinct call counted once
+    #: (the runtime runs a repeat of a call in the same turn once).
+    distinct_correct: bool | None = None
     #: The last run's code runs that ended without an error (a suite with ``python``).
     code_runs: int | None = None
     #: The last run's code runs that raised.

@@ -295,7 +295,11 @@ def test_a_scripted_model_is_scored_case_by_case(
                 server.tool_calls([(f"c{i}", n, json.dumps(p)) for i, (n, p) in enumerate(pairs)])
 
             calls(("calculate_triangle_area", {"base": 10, "height": 6}))  # wrong height
-            calls(("math_factorial", {"number": 5, "output_key": "f"}))  # the kernel's argument
+            # The kernel's argument, then the same call again.
+            calls(
+                ("math_factorial", {"number": 5, "output_key": "f"}),
+                ("math_factorial", {"number": 5}),
+            )
             calls(("math.hypot", {"x": 4, "y": 5}))  # the name BFCL wrote, not the one offered
             calls(
                 ("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
@@ -308,6 +312,7 @@ def test_a_scripted_model_is_scored_case_by_case(
                 "<thought>5! with the tool.</thought>"
                 + xml_action("math_factorial", {"number": 5})
                 + "<response>The factorial of 5 is being computed.</response>"
+                + xml_action("math_factorial", {"number": 5})  # the same call again
             )
             server.stream(xml_action("math.hypot", {"x": 4, "y": 5}))
             server.stream(
@@ -336,7 +341,7 @@ def test_a_scripted_model_is_scored_case_by_case(
     assert list(tasks_by_id) == CASES
     assert {k: t["correct"] for k, t in tasks_by_id.items()} == {
         "simple_python_0": False,
-        "simple_python_1": True,
+        "simple_python_1": False,
         "simple_python_2": False,
         "parallel_0": True,
         "parallel_1": False,
@@ -347,7 +352,17 @@ def test_a_scripted_model_is_scored_case_by_case(
     assert failures["simple_python_0"].startswith(
         "value_error:others: Invalid value for parameter 'height': 6."
     )
+    assert failures["simple_python_1"] == (
+        "simple_function_checker:wrong_count: Wrong number of functions."
+    )
     assert failures["simple_python_2"].startswith("simple_function_checker:wrong_func_name")
+    # The second score counts each distinct call once, as the runtime runs them.
+    assert [k for k, t in tasks_by_id.items() if t["distinct_correct"]] == [
+        "simple_python_1",
+        "parallel_0",
+        "irrelevance_0",
+    ]
+    assert "; counting each distinct call once 3/7" in result.stdout
     assert failures["parallel_1"].startswith("parallel_function_checker_no_order:wrong_count")
     assert failures["irrelevance_1"] == (
         "irrelevance_error:decoder_success: the model called math_sum"
@@ -380,13 +395,13 @@ def test_a_scripted_model_is_scored_case_by_case(
     }
     categories = report["categories"]
     assert {k: (c["tasks"], c["correct"]) for k, c in categories.items()} == {
-        "simple_python": (3, 1),
+        "simple_python": (3, 0),
         "parallel": (2, 1),
         "irrelevance": (2, 1),
     }
     seconds = [t["seconds"] for t in report["tasks"] if t["category"] == "parallel"]
     assert categories["parallel"]["mean_seconds"] == pytest.approx(sum(seconds) / 2, abs=0.01)
-    assert re.search(r"^simple_python\s+1\s+3\s+33%\s+\d+\.\d$", result.stdout, re.MULTILINE)
+    assert re.search(r"^simple_python\s+0\s+3\s+0%\s+\d+\.\d$", result.stdout, re.MULTILINE)
     assert report["suite"] == suite and report["bfcl"] == {
         "version": "2026.3.23",
         "categories": ["simple_python", "parallel", "irrelevance"],
