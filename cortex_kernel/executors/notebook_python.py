@@ -339,6 +339,10 @@ class NotebookPython:
             tree = ast.parse(code, mode="exec")
         except SyntaxError as exc:
             raise SyntaxError(f"the code does not parse: {exc}") from None
+        code, skipped = _skip_missing_loads(code, tree, self.namespace)
+        if skipped:
+            tree = ast.parse(code, mode="exec")
+        note = "".join(f"{line}\n" for line in skipped)
         before = snapshot(self.namespace, code_names(code), budget=self.budget)
         pyplot = sys.modules.get("matplotlib.pyplot")
         figures_before = set(pyplot.get_fignums()) if pyplot is not None else set()
@@ -382,8 +386,8 @@ class NotebookPython:
             changes = run.report.summary() if run.report is not None else ""
             hint = _file_hint(error, self.namespace) or _column_hint(error, self.namespace)
             # One error type for all: some exceptions' constructors take other arguments.
-            raise ToolError(f"{run.error}{hint}\n[notebook changes: {changes}]") from error
-        return self._text(out.getvalue(), outcome, run)
+            raise ToolError(f"{note}{run.error}{hint}\n[notebook changes: {changes}]") from error
+        return note + self._text(out.getvalue(), outcome, run)
 
     async def _stop(
         self, running: _Interruptible, code: str, before: Any, figures_before: set[int]
@@ -461,6 +465,71 @@ class NotebookPython:
         if run.report is not None:
             parts.append(f"[notebook changes: {run.report.summary()}]")
         return "\n".join(parts)
+
+
+#: pandas' readers of a file, by attribute name (``pd.read_csv(…)``).
+_READERS = re.compile(r"read_(csv|json|parquet|excel|table|pickle|feather|fwf|orc)$")
+
+
+def _skip_missing_loads(
+    code: str, tree: ast.Module, namespace: Mapping[str, Any]
+) -> tuple[str, list[str]]:
+    """``code`` without the lines that load a notebook DataFrame from a file that is not there.
+
+    Small models open their code with ``sales = pd.read_csv("sales.csv")``
+    for a DataFrame ``sales`` already in memory, and after the
+    ``FileNotFoundError`` answer with the code instead of running it. Such
+    a top-level line — a pandas reader of a literal path that does not
+    exist, bound to the name the path's stem gives, a DataFrame of the
+    notebook — is left out, and said so (one line each, for the model and
+    for the code the ledger keeps). A file that exists is read as written.
+
+    Returns
+    -------
+    tuple of (str, list of str)
+        The code to run, and one note per line left out.
+    """
+    lines = code.splitlines(keepends=True)
+    drop: set[int] = set()
+    notes: list[str] = []
+    for statement in tree.body:
+        target = _missing_load(statement, namespace)
+        if target is None or statement.end_lineno is None:
+            continue
+        span = range(statement.lineno - 1, statement.end_lineno)
+        text = " ".join("".join(lines[i] for i in span).split())
+        drop.update(span)
+        notes.append(
+            f"[not run: `{text}` (no such file; `{target}` is the DataFrame already "
+            "in the notebook's memory, used as it is)]"
+        )
+    if not drop:
+        return code, []
+    return "".join(line for i, line in enumerate(lines) if i not in drop), notes
+
+
+def _missing_load(statement: ast.stmt, namespace: Mapping[str, Any]) -> str | None:
+    """The name ``statement`` loads from a missing file, if it is such a load."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(target := statement.targets[0], ast.Name)
+        and isinstance(call := statement.value, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and _READERS.match(call.func.attr)
+        and call.args
+        and isinstance(path := call.args[0], ast.Constant)
+        and isinstance(path.value, str)
+    ):
+        return None
+    name = target.id
+    if PurePath(path.value).stem != name or os.path.exists(path.value):
+        return None
+    try:
+        is_frame = getattr(namespace.get(name), "columns", None) is not None
+    except Exception:  # a user object with an odd attribute: not a frame
+        return None
+    return name if is_frame else None
 
 
 def _file_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:

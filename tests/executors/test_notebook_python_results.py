@@ -76,3 +76,35 @@ async def test_a_column_written_as_a_bare_name_says_how_to_write_it() -> None:
     with pytest.raises(ToolError) as other:
         await run("nowhere + 1")
     assert str(other.value).startswith("NameError: name 'nowhere' is not defined\n")
+
+
+async def test_loading_a_notebook_frame_from_a_missing_file_is_left_out_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pandas = pytest.importorskip("pandas")
+    monkeypatch.chdir(tmp_path)
+    sales = pandas.DataFrame({"units": [3, 4]})
+    namespace: dict[str, object] = {"sales": sales, "pd": pandas}
+    run = NotebookPython(namespace)
+    code = (
+        "import pandas as pd\n"
+        "# Load the data\n"
+        "sales = pd.read_csv(\n    'sales.csv'\n)\n"
+        "int(sales['units'].sum())"
+    )
+    text = await run(code)
+    assert text.splitlines()[:2] == [
+        "[not run: `sales = pd.read_csv( 'sales.csv' )` (no such file; `sales` is the "
+        "DataFrame already in the notebook's memory, used as it is)]",
+        "7",
+    ]
+    assert namespace["sales"] is sales
+    # The code kept for %agent_code and the view is the code that ran.
+    [kept] = run.ledger.last
+    assert kept.code == "import pandas as pd\n# Load the data\nint(sales['units'].sum())"
+    # A file that is there is read as written; so is a name that is no frame.
+    (tmp_path / "sales.csv").write_text("units\n10\n", encoding="utf-8")
+    assert (await run(code)).splitlines()[0] == "10"
+    with pytest.raises(ToolError) as caught:
+        await run("import pandas as pd\ntotal = pd.read_csv('total.csv')")
+    assert "FileNotFoundError" in str(caught.value) and "not run" not in str(caught.value)
