@@ -239,20 +239,17 @@ def _namespace_options(suite: Suite, namespace: dict[str, Any]) -> dict[str, Any
     if not suite.python:
         return {"namespace": namespace}
     from ..executors.approval import ApproveAll
-    from ..jupyter.notebook_vars import describe_variables, notebook_variables_feed
+    from ..jupyter.notebook_vars import VariablesSource, notebook_variables_feed
     from ..runtime.variables import VariableStore
 
     store = VariableStore(namespace)
-
-    def provider(values: bool = False) -> str:
-        return describe_variables(namespace, agent_owns=store.agent_owns, values=values is True)
-
+    source = VariablesSource(lambda: namespace, agent_owns=store.agent_owns)
     return {
         "variables": store,
         "notebook_python": True,
         "approver": ApproveAll(),
         "host_feeds": [notebook_variables_feed()],
-        "feed_providers": {"notebook_variables": provider},
+        "feed_providers": {"notebook_variables": source},
     }
 
 

@@ -28,9 +28,13 @@ What is listed, and why:
   detect-secrets' plugins) and those become ``***``; and every secret value
   of the environment is replaced by ``***`` wherever it appears
   (:mod:`cortex_kernel.redaction`);
-- at most :data:`MAX_VARIABLES` (the most recently defined ones) and the
-  feed's ``max_bytes`` (:data:`MAX_BYTES` by default): a notebook with
-  thousands of names costs a bounded part of the prompt.
+- the variables the user's message names first (the run passes its message
+  to the source): a 1.5B model otherwise used the first DataFrame listed
+  for a question about the second;
+- at most :data:`MAX_VARIABLES` (those the message names, then the most
+  recently defined ones) and the feed's ``max_bytes`` (:data:`MAX_BYTES`
+  by default): a notebook with thousands of names costs a bounded part of
+  the prompt.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
     from ..runtime.feeds import FeedSpec
     from ..runtime.variables import VariableStore
 
-__all__ = ["describe_variables", "notebook_variables_feed"]
+__all__ = ["VariablesSource", "describe_variables", "notebook_variables_feed"]
 
 #: At most this many variables are listed (the most recently defined).
 MAX_VARIABLES = 40
@@ -213,6 +217,7 @@ def describe_variables(
     agent_owns: Callable[[str], bool] = lambda name: False,
     redactor: Redactor | None = None,
     values: bool = False,
+    message: str = "",
 ) -> str:
     """One line per user variable of ``namespace``: ``name: type (shape…)``, ``= repr`` if asked.
 
@@ -231,16 +236,20 @@ def describe_variables(
     values
         Add each value's short repr, with credentials left out (see the module
         docstring). Off by default: names, types and shapes only.
+    message
+        The user's message: the variables it names are listed first.
     """
     names = [
         name
         for name, value in list(namespace.items())
         if not name.startswith("_") and name not in hidden and _listed(name, value, agent_owns)
     ]
+    named = [name for name in dict.fromkeys(_WORD.findall(message)) if name in set(names)]
+    rest = [name for name in names if name not in set(named)]
     # Only the lines shown are described: the scan of values costs per variable.
-    older = len(names) - MAX_VARIABLES
+    older = len(named) + len(rest) - MAX_VARIABLES
     lines = [f"({older} older variables not shown)"] if older > 0 else []
-    for name in names[max(older, 0) :]:
+    for name in named[:MAX_VARIABLES] + rest[max(older, 0) :]:
         value = namespace[name]
         try:
             lines.append(_line(name, value, values))
@@ -250,7 +259,48 @@ def describe_variables(
     return (redactor or Redactor()).text(text)
 
 
-def notebook_variables_source(shell: Any, store: VariableStore) -> Callable[..., str]:
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class VariablesSource:
+    """The ``notebook_variables`` feed's source: ``source(values=False, message="")``.
+
+    Parameters
+    ----------
+    namespace
+        Returns the namespace to describe (read at each call).
+    hidden
+        Returns the names the shell defined itself.
+    agent_owns
+        Whether a name holds a value the agent bound (left out).
+    """
+
+    #: The run passes its message (runtime.feeds.with_message): named variables come first.
+    takes_message = True
+
+    def __init__(
+        self,
+        namespace: Callable[[], Mapping[str, Any]],
+        *,
+        hidden: Callable[[], Container[str]] = lambda: (),
+        agent_owns: Callable[[str], bool] = lambda name: False,
+    ) -> None:
+        self._namespace = namespace
+        self._hidden = hidden
+        self._agent_owns = agent_owns
+
+    def __call__(self, values: bool = False, message: str = "") -> str:
+        """The feed's text (values only when ``values`` is ``True``)."""
+        return describe_variables(
+            self._namespace(),
+            hidden=self._hidden(),
+            agent_owns=self._agent_owns,
+            values=values is True,  # only a real opt-in, never a truthy string
+            message=message,
+        )
+
+
+def notebook_variables_source(shell: Any, store: VariableStore) -> VariablesSource:
     """The ``notebook_variables`` feed source of ``shell``, for a session over ``store``.
 
     Parameters
@@ -263,20 +313,14 @@ def notebook_variables_source(shell: Any, store: VariableStore) -> Callable[...,
 
     Returns
     -------
-    Callable
-        ``source(values=False)``: the feed's text (values only when ``values``
-        is ``True``).
+    VariablesSource
+        ``source(values=False, message="")``: the feed's text.
     """
-
-    def provider(values: bool = False) -> str:
-        return describe_variables(
-            shell.user_ns,
-            hidden=getattr(shell, "user_ns_hidden", {}),
-            agent_owns=store.agent_owns,
-            values=values is True,  # only a real opt-in, never a truthy string
-        )
-
-    return provider
+    return VariablesSource(
+        lambda: shell.user_ns,
+        hidden=lambda: getattr(shell, "user_ns_hidden", {}),
+        agent_owns=store.agent_owns,
+    )
 
 
 def notebook_variables_feed(values: bool = False) -> FeedSpec:

@@ -29,6 +29,7 @@ anything is imported or run (:meth:`FeedRegistry.model_feed`).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -440,6 +441,22 @@ def feed_action(spec: FeedSpec) -> Action:
     else:
         raise ActionError(f"a {source.kind} source is not an action")
     return Action(id=f"feed.{spec.id}", type=ActionType(source.kind), body=body)
+
+
+def with_message(
+    providers: Mapping[str, Callable[..., Any]], message: str
+) -> dict[str, Callable[..., Any]]:
+    """``providers``, those that take the run's message (``takes_message``) given it.
+
+    The ``notebook_variables`` source lists the variables the user's message
+    names first; every other provider is called as it is.
+    """
+    return {
+        name: functools.partial(provider, message=message)
+        if getattr(provider, "takes_message", False)
+        else provider
+        for name, provider in providers.items()
+    }
 
 
 def source_fetcher(

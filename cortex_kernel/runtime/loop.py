@@ -55,6 +55,7 @@ from .drift import (
     repair_message,
 )
 from .feed_run import RunFeeds, run_status
+from .feeds import with_message
 from .grounding import GroundingReport
 from .limits import Budget
 from .nodes import ActionNode, NodeState
@@ -128,7 +129,10 @@ class Run:
             emit=self.emit,
             clock=self.clock,
             allowed_internal=context.config.allowed_internal,
-            providers={"run_status": self._run_status, **context.feed_providers},
+            providers={
+                "run_status": self._run_status,
+                **with_message(context.feed_providers, message),
+            },
         )
         self._t0 = time.monotonic()
         self._turn = 0

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_kernel.jupyter.notebook_vars import HEADER, MAX_VARIABLES, describe_variables
+from cortex_kernel.jupyter.notebook_vars import (
+    HEADER,
+    MAX_VARIABLES,
+    VariablesSource,
+    describe_variables,
+)
 from cortex_kernel.redaction import Redactor
+from cortex_kernel.runtime.feeds import with_message
 
 
 class Hostile:
@@ -38,6 +44,27 @@ def test_the_most_recent_variables_within_the_cap() -> None:
     _, *lines = describe_variables(namespace, redactor=Redactor([]), values=True).splitlines()
     assert lines[0] == "(5 older variables not shown)"
     assert lines[1] == "v5: int = 5" and len(lines) == MAX_VARIABLES + 1
+
+
+def test_the_variables_the_message_names_come_first() -> None:
+    namespace = {f"v{i}": i for i in range(MAX_VARIABLES + 5)}
+    namespace |= {"sales": 1, "customers": 2}
+    message = "What is the mean age in `customers`? Compare with v0 and v1."
+    _, *lines = describe_variables(namespace, redactor=Redactor([]), message=message).splitlines()
+    # Named ones first, in the order named, even one too old to be listed otherwise.
+    assert lines[:4] == [
+        "(7 older variables not shown)",
+        "customers: int",
+        "v0: int",
+        "v1: int",
+    ]
+    assert lines[-1] == "sales: int" and len(lines) == MAX_VARIABLES + 1
+    # Through the source the kernel and the eval use, as the run calls it.
+    source = VariablesSource(lambda: {"sales": 1, "customers": 2})
+    [provider] = with_message({"notebook_variables": source}, "Churn in customers?").values()
+    assert provider().splitlines()[1:] == ["customers: int", "sales: int"]
+    plain = with_message({"clock": lambda: "10:00"}, "Churn in customers?")["clock"]
+    assert plain() == "10:00"  # a provider that takes no message is called as it is
 
 
 def test_secret_names_and_values() -> None:
