@@ -445,9 +445,12 @@ async def test_a_made_up_tool_response_is_not_the_answer(
 ) -> None:
     # Qwen2.5-Coder-1.5B on llama-cpp-python, after a failed call: the chat
     # template's result tag, and nothing else. It was the run's `ok` answer.
-    server.stream('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "x"}}\n</tool_call>')
-    server.stream("<tool_response>\n\n")
-    server.stream("I could not add them: b is not a number.")
+    for reply in (
+        '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "x"}}\n</tool_call>',
+        "<tool_response>\n\n",  # the turn after the failed call
+        "I could not add them: b is not a number.",  # the repair turn's
+    ):
+        server.stream(reply)
     result = await run_tools(server, tmp_path, adder(), "add 2 and x")
     assert (result.status, result.answer) == ("ok", "I could not add them: b is not a number.")
     # The third request is the repair turn's: it asks for the answer.
