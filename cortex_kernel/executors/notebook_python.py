@@ -6,6 +6,9 @@ Each call of :class:`NotebookPython`:
   user's objects read from it (:func:`~cortex_kernel.runtime.code_writes.risky_writes`),
   through :meth:`NotebookPython.review` (the tool executor asks the
   session's approver with that text);
+- leaves out a top-level line that loads a notebook DataFrame from a file
+  that is not there (``sales = pd.read_csv("sales.csv")`` for the ``sales``
+  in memory), and says so in the result (:func:`_skip_missing_loads`);
 - snapshots the namespace (:func:`~cortex_kernel.runtime.changes.snapshot`),
   runs the code in a worker thread (the kernel's loop keeps serving the
   view), and diffs the namespace afterwards
