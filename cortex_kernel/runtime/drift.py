@@ -71,7 +71,7 @@ def imagined_result(text: str) -> bool:
 
 #: The warning that says why such text is not taken as the answer.
 IMAGINED_RESULT_WARNING = (
-    "the model's text opened with <tool_response>: it wrote a tool result it made up, "
+    "the model's text opened with `<tool_response>`: it wrote a tool result it made up, "
     "not an answer, so it is not taken as the answer"
 )
 
