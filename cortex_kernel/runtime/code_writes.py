@@ -6,7 +6,9 @@ snapshot which objects the code could touch (:mod:`.changes`), and
 an object of the user's: ``df[...] = …``, ``df.loc[...] = …``, ``x.attr = …``,
 ``lst += …``, ``del x[...]``, ``del x``, ``setattr(x, …)``, ``out=x``, and
 the calls that mutate in place (``.append``/``.update``/``.pop``… by the
-object's type, any call with ``inplace=True``).
+object's type, any call with ``inplace=True``); and before code that binds
+one of the user's names to something else (``df = df.dropna()``), which
+leaves the object alone but replaces what the name holds.
 
 It is a reading, not a proof: a write through an alias the code did not make
 by plain assignment (a function's argument, ``globals()``, ``exec``) is not
@@ -66,7 +68,8 @@ class RiskyWrite:
     kind
         What the write is: ``"item assignment"``, ``"attribute assignment"``,
         ``"augmented assignment"``, ``"item deletion"``, ``"attribute deletion"``,
-        ``"name deletion"``, ``"in-place method"`` or ``"output argument"``.
+        ``"name deletion"``, ``"name rebinding"``, ``"in-place method"`` or
+        ``"output argument"``.
     line
         The line of the code (1-based).
     source
@@ -84,7 +87,9 @@ class RiskyWrite:
 
     def describe(self) -> str:
         """A line for a permission prompt: ``line 2: df['a'] = 1 (item assignment into df)``."""
-        into = "deletes" if self.kind == "name deletion" else f"{self.kind} into"
+        into = {"name deletion": "deletes", "name rebinding": "replaces"}.get(
+            self.kind, f"{self.kind} into"
+        )
         alias = f", through its alias {self.via}" if self.via else ""
         return f"line {self.line}: {self.source} ({into} {self.name}{alias})"
 
@@ -201,8 +206,11 @@ class _Finder(ast.NodeVisitor):
     # -- binding ------------------------------------------------------------
 
     def bind(self, target: ast.expr, alias: str | None, statement: ast.AST) -> None:
-        """A target of an assignment (or loop, with, walrus): a name rebinds, others write."""
+        """A target of an assignment (or loop, with): a name rebinds, others write."""
         if isinstance(target, ast.Name):
+            # A user's name given another value: their object is no longer under it.
+            if self.namespace is not None and self.resolve(target.id) == target.id:
+                self.add(statement, target, "name rebinding")
             self.local[target.id] = alias
         elif isinstance(target, ast.Tuple | ast.List):
             # Unpacked parts of a user's object are parts of it still.
@@ -239,6 +247,8 @@ class _Finder(ast.NodeVisitor):
             # ``lst += …`` extends the list itself; ``n += 1`` rebinds n.
             if owner is not None and not isinstance(self.value_of(owner), _IMMUTABLE):
                 self.add(node, target, "augmented assignment")
+            elif self.namespace is not None and owner == target.id:
+                self.add(node, target, "name rebinding")  # the user's n, now another value
             return
         self.visit(target)
         base = _base(target)

@@ -87,13 +87,23 @@ def test_deny_refuses_and_nothing_runs(kernel: Kernel, tmp_path: Path) -> None:
     assert "denied the call to tool 'python'" in kernel.python("%history")
 
 
-def test_auto_runs_new_names_and_undo_rebinds(kernel: Kernel, tmp_path: Path) -> None:
+def test_auto_runs_new_names_asks_before_a_rebinding_and_undo_rebinds(
+    kernel: Kernel, tmp_path: Path
+) -> None:
     kernel.python(DF)
     assert kernel.python("%approvals approve").strip() == "approvals: auto"
+    kernel.python(f"%model replay:{python_turns(tmp_path, 'total = df.a.sum()', name='new')}")
+    result = kernel.run("sum a")
+    assert result.status == "ok", result.reply["content"]  # a new name: no box
+    assert kernel.python("%%python\nprint(total)").strip() == "3"
+    # Giving the user's x another value asks first, as a write into an object does.
     replay = python_turns(tmp_path, "x = 2\ny = df.a.sum()")
     kernel.python(f"%model replay:{replay}")
-    result = kernel.run("rebind x")
-    assert result.status == "ok", result.reply["content"]
+    msg_id = kernel.send("rebind x")
+    kernel.wait_for_op(msg_id, "n", "p1", "awaiting approval", timeout=30)
+    assert "x = 2 (replaces x)" in box(kernel, "p1")["parameters"]
+    click(kernel, "p1", True)
+    assert kernel.collect(msg_id).status == "ok"
     assert kernel.python("%%python\nprint(x, y)").strip() == "2 3"
     assert kernel.python("%%python\nprint(_run.changes[0]['rebound'])").strip() == "['x']"
     undone = kernel.python("%undo")

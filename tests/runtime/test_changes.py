@@ -416,13 +416,16 @@ RISKY = [
     ("for key in config:\n    config[key] = 0", [("config", "item assignment")]),
     ("def f():\n    items.clear()", [("items", "in-place method")]),
     ("%timeit df.sum()\ndf['c'] = 1", [("df", "item assignment")]),
+    # The user's name given another value: their object stays, the name no longer holds it.
+    ("df = df.drop(columns='a')", [("df", "name rebinding")]),
+    ("items = []\nitems.append(1)", [("items", "name rebinding")]),
+    ("n += 1", [("n", "name rebinding")]),
+    ("for n in range(3):\n    pass", [("n", "name rebinding")]),
+    ("df2 = df\ndf2 = 5", []),  # the code's own name, rebound
     # Not writes into an existing object:
-    ("df = df.drop(columns='a')", []),
     ("df.fillna(0)", []),
     ("df.sort_values('a')", []),
     ("copy = df.copy()\ncopy['b'] = 1", []),
-    ("items = []\nitems.append(1)", []),
-    ("n += 1", []),
     ("new = [1]\nnew.append(2)", []),
     ("unknown[0] = 1", []),
     ("_private.append(1)", []),
@@ -444,6 +447,8 @@ def test_a_risky_write_says_where_and_through_which_alias() -> None:
         write.describe()
         == "line 3: alias['c'] = 1 (item assignment into df, through its alias alias)"
     )
+    [rebound] = risky_writes("df = df.dropna()", NAMESPACE)
+    assert rebound.describe() == "line 1: df = df.dropna() (replaces df)"
     [loop] = risky_writes("for row in rows:\n    row.append(1)", {"rows": [[1]]})
     assert (loop.name, loop.via, loop.line) == ("rows", "row", 2)
 
