@@ -528,11 +528,15 @@ def _missing_load(statement: ast.stmt, namespace: Mapping[str, Any]) -> str | No
     name = target.id
     if PurePath(path.value).stem != name or os.path.exists(path.value):
         return None
+    return name if _columns(namespace.get(name)) is not None else None
+
+
+def _columns(value: Any) -> Any:
+    """``value.columns`` (a DataFrame's), or ``None``: also for a user object that raises."""
     try:
-        is_frame = getattr(namespace.get(name), "columns", None) is not None
-    except Exception:  # a user object with an odd attribute: not a frame
+        return getattr(value, "columns", None)
+    except Exception:
         return None
-    return name if is_frame else None
 
 
 def _file_hint(error: BaseException, namespace: Mapping[str, Any]) -> str:
@@ -562,8 +566,7 @@ def _column_owners(key: str, namespace: Mapping[str, Any]) -> list[str]:
         if name.startswith("_") or isinstance(value, type):
             continue
         try:
-            columns = getattr(value, "columns", None)
-            if columns is not None and key in columns:
+            if (columns := _columns(value)) is not None and key in columns:
                 owners.append(name)
         except Exception:  # a user object with odd columns: not an owner
             continue

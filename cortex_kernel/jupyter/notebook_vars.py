@@ -244,10 +244,12 @@ def describe_variables(
         for name, value in list(namespace.items())
         if not name.startswith("_") and name not in hidden and _listed(name, value, agent_owns)
     ]
-    named = [name for name in dict.fromkeys(_WORD.findall(message)) if name in set(names)]
-    rest = [name for name in names if name not in set(named)]
+    listed = set(names)
+    named = [name for name in dict.fromkeys(_WORD.findall(message)) if name in listed]
+    first = set(named)
+    rest = [name for name in names if name not in first]
     # Only the lines shown are described: the scan of values costs per variable.
-    older = len(named) + len(rest) - MAX_VARIABLES
+    older = len(names) - MAX_VARIABLES
     lines = [f"({older} older variables not shown)"] if older > 0 else []
     for name in named[:MAX_VARIABLES] + rest[max(older, 0) :]:
         value = namespace[name]
