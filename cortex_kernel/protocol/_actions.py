@@ -433,16 +433,18 @@ def fast_action(
     # Action(id=…, type=…, …) without its keyword call, which costs twice
     # what setting the fields does (test_builders checks every field is set).
     action: Action = _new(Action)
-    action.id = open_id
-    action.type = action_type
-    action.mode = mode
-    action.depends_on = depends_on
-    action.output_key = output_key
-    action.timeout = None
-    action.retries = 0
-    action.body = body
-    action.raw_body = raw_body
-    action.in_thought = in_thought
+    (
+        action.id,
+        action.type,
+        action.mode,
+        action.depends_on,
+        action.output_key,
+        action.timeout,
+        action.retries,
+        action.body,
+        action.raw_body,
+        action.in_thought,
+    ) = (open_id, action_type, mode, depends_on, output_key, None, 0, body, raw_body, in_thought)
     return action
 
 

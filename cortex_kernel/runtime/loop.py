@@ -548,8 +548,6 @@ class Run:
             scheduler=self.scheduler,
             budget=self.budget,
             feeds=self.feeds,
-            emit=self.emit,
-            clock=self.clock,
         )
         started = False
 

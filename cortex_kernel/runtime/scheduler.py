@@ -183,8 +183,8 @@ class Scheduler:
         self._background = background
         self._execute = execute
         self.variables = variables
-        self._emit = emit
-        self._clock = clock
+        self.emit = emit
+        self.clock = clock
         self._validate = validate
         self._max_parallel = max(1, max_parallel)
         self.deadline: float | None = None
@@ -230,13 +230,13 @@ class Scheduler:
         ActionNode | None
             The node, or ``None`` for a duplicate id (an ``action_error`` is emitted).
         """
-        now = self._clock()
+        now = self.clock()
         earlier = self.nodes.get(action.id)
         if earlier is not None:
             if earlier.state.value not in RETRYABLE_STATES:
                 variable = earlier.action.output_key or earlier.id
                 message = duplicate_id_message(action.id, earlier.state.value, variable)
-                self._emit(
+                self.emit(
                     ActionErrorEvent(
                         span=(0, 0), t=now, id=action.id, message=message, raw_body=action.raw_body
                     )
@@ -311,7 +311,7 @@ class Scheduler:
             else:
                 node.waiting.add(dep_id)
                 dep.dependents.append(node)
-        self._emit(
+        self.emit(
             ActionQueued(
                 t=now,
                 id=action.id,
@@ -343,7 +343,7 @@ class Scheduler:
         self, action_id: str, now: float, message: str, details: dict[str, Any] | None = None
     ) -> None:
         """A warning about an action that is not the model's text (no span)."""
-        self._emit(
+        self.emit(
             WarningEvent(span=(0, 0), t=now, id=action_id, message=message, details=details or {})
         )
 
@@ -634,7 +634,7 @@ class Scheduler:
                         node.state = RUNNING
                         node.started_at = _now()
                         action = node.action
-                        self._emit(started_event(action.id, self._clock()))
+                        self.emit(started_event(action.id, self.clock()))
                         if (
                             node.has_refs
                             or action.retries > 0
@@ -697,7 +697,7 @@ class Scheduler:
                 if node.state is NodeState.READY:  # not cancelled while it waited
                     node.state = NodeState.RUNNING
                     node.started_at = _now()
-                    self._emit(started_event(node.id, self._clock()))
+                    self.emit(started_event(node.id, self.clock()))
                     try:
                         result = await self._attempts(node)
                     except _Failure as exc:
@@ -749,7 +749,7 @@ class Scheduler:
         for attempt in range(1, total + 1):
             node.attempts = attempt
             if attempt > 1:
-                self._emit(ActionStarted(t=self._clock(), id=node.id, attempt=attempt))
+                self.emit(ActionStarted(t=self.clock(), id=node.id, attempt=attempt))
             timeout = action.timeout if action.timeout else self._action_timeout
             try:
                 if timeout is not None and timeout > 0:
@@ -774,10 +774,10 @@ class Scheduler:
     # ---------------------------------------------------------------- settle
 
     def _reject(self, node: ActionNode, message: str) -> None:
-        self._emit(
+        self.emit(
             ActionErrorEvent(
                 span=(0, 0),
-                t=self._clock(),
+                t=self.clock(),
                 id=node.id,
                 message=message,
                 raw_body=node.action.raw_body,
@@ -810,20 +810,20 @@ class Scheduler:
             node.error = reason
             if node._done is not None:
                 node._done.set()
-            t = self._clock()
+            t = self.clock()
             duration = node.finished_at - node.started_at if node.started_at else 0.0
             if state is NodeState.SUCCEEDED:
                 bound = self.variables.bind_result(node.action, node.result, t=t)
                 if emit:
-                    self._emit(
+                    self.emit(
                         ActionSucceeded(
                             t=t, id=node.id, preview=preview(node.result), duration=duration
                         )
                     )
                 for event in bound:
-                    self._emit(event)
+                    self.emit(event)
             elif emit:
-                self._emit(self._terminal_event(node, t, duration))
+                self.emit(self._terminal_event(node, t, duration))
             if state is NodeState.FAILED and not node.awaited:
                 log.warning("fire_and_forget action %s failed: %s", node.id, reason)
             if node.awaited:

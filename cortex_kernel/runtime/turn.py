@@ -21,7 +21,7 @@ from .drift import RETRYABLE_STATES, duplicate_id_message
 from .feed_run import RunFeeds
 from .limits import Budget
 from .ports import ToolCall
-from .run_events import RuntimeEvent, Usage
+from .run_events import Usage
 from .scheduler import Scheduler
 
 __all__: list[str] = []  # used by the loop only
@@ -62,9 +62,8 @@ class TurnReader:
         The turn being read; its fields are filled in as events arrive.
     scheduler, budget, feeds
         The run's: actions are counted against ``budget`` and submitted to
-        ``scheduler``; ``<context_feed>`` declarations go to ``feeds``.
-    emit, clock
-        The run's event sink and clock.
+        ``scheduler``, whose event sink and clock the turn's events share;
+        ``<context_feed>`` declarations go to ``feeds``.
     """
 
     turn: Turn
@@ -72,8 +71,6 @@ class TurnReader:
     scheduler: Scheduler
     budget: Budget
     feeds: RunFeeds
-    emit: Callable[[RuntimeEvent | pe.ParserEvent], None]
-    clock: Callable[[], float]
 
     async def read(self, events: list[pe.ParserEvent]) -> int | None:
         """Stamp, emit and act on one feed's events.
@@ -86,12 +83,13 @@ class TurnReader:
             a limit (``turn.limit`` is set and ``None`` returned).
         """
         turn = self.turn
+        emit, clock = self.scheduler.emit, self.scheduler.clock
         for event in events:
             # The run's record is a stamped copy (the parser's event is left as it was).
             if isinstance(event, pe.ActionErrorEvent) and event.id in self.scheduler.nodes:
                 event = replace(event, message=self._duplicate_message(event))
-            event = replace(event, t=self.clock(), turn=turn.number)
-            self.emit(event)
+            event = replace(event, t=clock(), turn=turn.number)
+            emit(event)
             # Streamed text first, by exact type: nearly every event is one.
             if type(event) is pe.ThoughtDelta:
                 turn.thought.append(event.text)
@@ -148,7 +146,7 @@ class TurnReader:
     async def _context_feed(self, event: pe.ContextFeed) -> None:
         error = self.feeds.declare(event)
         if error is not None:
-            self.emit(replace(error, t=self.clock(), turn=self.turn.number))
+            self.scheduler.emit(replace(error, t=self.scheduler.clock(), turn=self.turn.number))
             self.turn.errors.append(error)
 
     async def _text(self, event: pe.Text) -> None:
