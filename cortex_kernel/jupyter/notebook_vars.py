@@ -157,26 +157,39 @@ def _details(value: Any) -> str:
     columns = getattr(value, "columns", None)
     if columns is not None and hasattr(columns, "__iter__") and not isinstance(columns, str):
         try:
-            names = [str(c) for c in list(columns)[:10]]
+            labels = list(columns)[:10]
         except Exception:  # a user object with odd columns: leave them out
-            names = []
-        names = _with_dtypes(value, names)
+            labels = []
+        names = _with_dtypes(value, labels)
         if names:
             more = len(columns) - len(names) if hasattr(columns, "__len__") else 0
-            parts.append("columns [" + ", ".join(names) + (f", +{more}" if more > 0 else "") + "]")
+            parts.append("columns " + ", ".join(names) + (f", +{more} more" if more > 0 else ""))
     return ", ".join(p for p in parts if p)
 
 
-def _with_dtypes(value: Any, names: list[str]) -> list[str]:
-    """``name: dtype`` for a frame's columns (a date stored as text reads ``object``)."""
+def _with_dtypes(value: Any, labels: list[Any]) -> list[str]:
+    """``['name']: dtype`` for a frame's columns (a date stored as text reads ``object``).
+
+    Written as the subscript that selects the column: listed as ``churned:
+    bool``, a 1.5B model wrote ``customers[churned]`` (a NameError) where
+    ``customers['churned']`` was meant.
+    """
+    names = [str(label) for label in labels]
+    shown = [
+        f"[{name!r}]" if isinstance(label, str) else f"[{name}]"
+        for label, name in zip(labels, names, strict=True)
+    ]
     dtypes = getattr(value, "dtypes", None)
     if dtypes is None or not hasattr(dtypes, "items"):
-        return names
+        return shown
     try:
         kinds = {str(column): str(kind) for column, kind in list(dtypes.items())[: len(names)]}
     except Exception:  # a user object with odd dtypes: names alone
-        return names
-    return [f"{name}: {kinds[name]}" if name in kinds else name for name in names]
+        return shown
+    return [
+        f"{text}: {kinds[name]}" if name in kinds else text
+        for text, name in zip(shown, names, strict=True)
+    ]
 
 
 def _short_repr(value: Any) -> str:

@@ -70,7 +70,7 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
     first = feed(feeds_message(bodies[0]["messages"]), "notebook_variables")
     lines = first.splitlines()
     # Names, types and shapes; no value unless the user opts in.
-    assert "sales: Frame (shape (3, 2), columns [city, temp])" in lines
+    assert "sales: Frame (shape (3, 2), columns ['city'], ['temp'])" in lines
     assert "readings: list (len 4)" in lines
     assert "github_token: str (len 33)" in lines
     assert "note: str (len 36)" in lines

@@ -134,10 +134,15 @@ def test_values_on_hide_every_credential_and_show_the_rest() -> None:
         assert part not in text, part
 
 
-def test_a_frames_columns_with_their_dtypes() -> None:
+def test_a_frames_columns_as_subscripts_with_their_dtypes() -> None:
     pandas = __import__("pytest").importorskip("pandas")
     frame = pandas.DataFrame({"units": [3], "day": pandas.to_datetime(["2024-03-01"])})
-    text = describe_variables({"sales": frame, "empty": {}}, redactor=Redactor([]))
+    wide = pandas.DataFrame({n: [n] for n in range(12)})
+    namespace = {"sales": frame, "wide": wide, "empty": {}}
+    text = describe_variables(namespace, redactor=Redactor([]))
     assert text.splitlines()[0] == HEADER
-    assert "sales: DataFrame (shape (1, 2), columns [units: int64, day: datetime64" in text
+    # Each column as the code that selects it: sales['units'], wide[0].
+    assert "sales: DataFrame (shape (1, 2), columns ['units']: int64, ['day']: datetime64" in text
+    assert "columns [0]: int64, [1]: int64," in text
+    assert "[9]: int64, +2 more)" in text
     assert describe_variables({}, redactor=Redactor([])) == "(no variables yet)"
