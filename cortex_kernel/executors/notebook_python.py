@@ -30,7 +30,10 @@ Each call of :class:`NotebookPython`:
   100 MB);
 - records the run in the namespace's :class:`Ledger` (``%undo`` and
   ``%agent_code`` read it) and returns text for the model: the code's
-  stdout, its last expression's value, and what it changed.
+  stdout, its last expression's value, and what it changed. When the code
+  ends in an expression or an assignment to a name, that value is the
+  result an ``output_key`` binds (a :class:`~cortex_kernel.runtime.results.Shown`
+  whose text the model reads).
 
 The executors never import IPython: whoever owns the namespace (the
 notebook's runner) sets :attr:`Ledger.publish` to show each figure; the
@@ -68,6 +71,7 @@ from ..runtime.changes import (
     snapshot,
 )
 from ..runtime.changes import undo as undo_report
+from ..runtime.results import Shown
 
 __all__ = ["NotebookPython", "ledger_for"]
 
@@ -336,8 +340,8 @@ class NotebookPython:
             )
         return text, notes
 
-    async def __call__(self, code: str) -> str:
-        """Run ``code`` in the namespace; the text the model reads back."""
+    async def __call__(self, code: str) -> str | Shown:
+        """Run ``code`` in the namespace; the text the model reads back, with the value if any."""
         try:
             tree = ast.parse(code, mode="exec")
         except SyntaxError as exc:
@@ -358,6 +362,7 @@ class NotebookPython:
                 tree.body.pop()
             else:
                 last = None
+            assigned = _assigned_name(tree.body[-1]) if tree.body and last is None else None
             scope: Any = self.namespace  # a dict in IPython: exec's globals
             _CAPTURE.set(out)  # this thread's context only: the run's own output
             _ROUTING.enter()
@@ -367,6 +372,8 @@ class NotebookPython:
                     outcome["value"] = eval(
                         compile(ast.Expression(last.value), "<agent>", "eval"), scope
                     )
+                elif assigned is not None and assigned in scope:
+                    outcome["value"], outcome["name"] = scope[assigned], assigned
             finally:
                 _ROUTING.leave()
 
@@ -390,7 +397,9 @@ class NotebookPython:
             hint = _file_hint(error, self.namespace) or _column_hint(error, self.namespace)
             # One error type for all: some exceptions' constructors take other arguments.
             raise ToolError(f"{note}{run.error}{hint}\n[notebook changes: {changes}]") from error
-        return note + self._text(out.getvalue(), outcome, run)
+        text = note + self._text(out.getvalue(), outcome, run)
+        value = outcome.get("value")
+        return text if value is None else Shown(value, text)
 
     async def _stop(
         self, running: _Interruptible, code: str, before: Any, figures_before: set[int]
@@ -460,6 +469,13 @@ class NotebookPython:
             shown = repr(outcome["value"])
             if len(shown) > _VALUE_LIMIT:
                 shown = shown[: _VALUE_LIMIT - 1] + "…"
+            if "name" in outcome:
+                shown = f"{outcome['name']} = {shown}"
+            shape = getattr(outcome["value"], "shape", None)
+            if isinstance(shape, tuple) and len(shape) > 1:
+                # A frame's repr lists a few rows: the model counted those (10
+                # of 87) where its shape says how many there are.
+                shown = f"({type(outcome['value']).__name__} of shape {shape})\n{shown}"
             parts.append(shown)
         if not parts and not run.figures:
             parts.append(NOTHING_SHOWN)
@@ -468,6 +484,22 @@ class NotebookPython:
         if run.report is not None:
             parts.append(f"[notebook changes: {run.report.summary()}]")
         return "\n".join(parts)
+
+
+def _assigned_name(statement: ast.stmt) -> str | None:
+    """The one name a last statement such as ``mean_age = …`` or ``n += 1`` binds.
+
+    Its value is shown as the run's value: code ending in an assignment
+    otherwise shows nothing, and the local model then guessed the figure
+    it had just computed.
+    """
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target: ast.expr = statement.targets[0]
+    elif isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None:
+        target = statement.target
+    else:
+        return None
+    return target.id if isinstance(target, ast.Name) else None
 
 
 #: pandas' readers of a file, by attribute name (``pd.read_csv(…)``).

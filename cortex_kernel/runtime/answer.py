@@ -106,6 +106,8 @@ def ground_answer(
     for node in nodes:  # the run's own results first: they are the operands
         if node.state is NodeState.SUCCEEDED:
             evidence.add(node.result, source=node.id)
+            if node.shown is not None:  # what the model read of it
+                evidence.add(node.shown, source=node.id)
     evidence.add_references(written, lookup)
     for slot in feeds:
         if slot.text:

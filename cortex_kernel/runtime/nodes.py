@@ -64,6 +64,9 @@ class ActionNode:
     scope: anyio.CancelScope | None = None
     _done: anyio.Event | None = None
     result: Any = None
+    #: What the model and the views read of ``result`` when a tool said so
+    #: (:class:`~cortex_kernel.runtime.results.Shown`); ``None``: its rendering.
+    shown: str | None = None
     error: str = ""
     traceback: str = ""  # of the exception that failed it, runtime frames trimmed
     has_refs: bool = False
@@ -85,6 +88,11 @@ class ActionNode:
         if self._done is None:
             self._done = anyio.Event()
         await self._done.wait()
+
+    @property
+    def read(self) -> Any:
+        """The result as the model and the views read it: ``shown``, else ``result``."""
+        return self.result if self.shown is None else self.shown
 
     @property
     def terminal(self) -> bool:

@@ -21,6 +21,7 @@ import concurrent.futures
 import threading
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,19 @@ from ..safejson import escape_surrogates, safe_dumps
 __all__: list[str] = []
 
 ResultStatus = Literal["ok", "error", "skipped", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A result whose value is bound while the model and the views read ``text``.
+
+    The in-kernel ``python`` tool returns one: ``output_key`` then binds
+    the Series the code computed, not the text that describes it (its
+    stdout, the value's repr and what the code changed).
+    """
+
+    value: Any
+    text: str
 
 
 def render_value(value: Any) -> str:

@@ -74,7 +74,7 @@ from .nodes import (
     now as _now,
 )
 from .references import Reference, find_references, substitute
-from .results import own_traceback, preview
+from .results import Shown, own_traceback, preview
 from .run_events import (
     ActionCancelled,
     ActionFailed,
@@ -539,7 +539,7 @@ class Scheduler:
             first = self._repeats.pop(node, None)
             if first is not None:
                 # A repeated call: the first one's result, not a second run.
-                node.result = first.result
+                node.result, node.shown = first.result, first.shown
                 self._settle(node, NodeState.SUCCEEDED)
                 return
         node.state = READY
@@ -732,7 +732,10 @@ class Scheduler:
         elif scope.cancelled_caught or scope.cancel_called:
             self._settle(node, NodeState.CANCELLED, reason=self._close_reason)
         else:
-            node.result = result
+            if isinstance(result, Shown):
+                node.result, node.shown = result.value, result.text
+            else:
+                node.result = result
             self._settle(node, NodeState.SUCCEEDED)
 
     async def _attempts(self, node: ActionNode) -> Any:
@@ -817,7 +820,7 @@ class Scheduler:
                 if emit:
                     self.emit(
                         ActionSucceeded(
-                            t=t, id=node.id, preview=preview(node.result), duration=duration
+                            t=t, id=node.id, preview=preview(node.read), duration=duration
                         )
                     )
                 for event in bound:

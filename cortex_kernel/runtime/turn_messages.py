@@ -82,7 +82,7 @@ def results_messages(
         if node is not None and node.terminal:
             status = _STATUS.get(node.state, "error")
             text = (
-                f"{called} returned: {render_value(node.result)}"
+                f"{called} returned: {render_value(node.read)}"
                 if status == "ok"
                 else f"{called} {status}: {node.error}"
             )
@@ -124,7 +124,7 @@ def _result_item(node: ActionNode) -> tuple[str, ResultStatus, Any, tuple[str, .
     names: tuple[str, ...] = (node.id,)
     if node.action.output_key:
         names += (node.action.output_key,)
-    return node.id, status, node.result if status == "ok" else node.error, names
+    return node.id, status, node.read if status == "ok" else node.error, names
 
 
 def _own_output_key(tools: ToolRegistry, name: str) -> bool:

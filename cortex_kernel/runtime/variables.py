@@ -181,7 +181,9 @@ class VariableStore:
         if self.namespace is None:
             return events
         refusal = self.namespace_refusal(name)
-        if refusal is None:
+        # The very object is there already (the agent's code bound it, as
+        # `total = …` with output_key="total"): binding it changes nothing.
+        if refusal is None or self.namespace.get(name, _MISSING) is value:
             self.namespace[name] = value
             self._written[name] = value
             return events

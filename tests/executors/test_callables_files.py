@@ -10,6 +10,7 @@ import pytest
 
 from cortex_kernel.exceptions import ToolError
 from cortex_kernel.manifest import AgentManifest
+from cortex_kernel.runtime.results import Shown
 from cortex_kernel.runtime.tools import ToolRegistry
 from cortex_kernel.toolset import build_tools
 
@@ -139,7 +140,10 @@ async def test_python_in_kernel_only_when_asked() -> None:
         namespace=namespace,
     )
     python = tools.get("python")
-    assert await python.call({"code": "y = x + 1\ny * 2"}) == "42\n[notebook changes: added: y]"
+    # The model reads the text; an output_key binds the value.
+    assert await python.call({"code": "y = x + 1\ny * 2"}) == Shown(
+        42, "42\n[notebook changes: added: y]"
+    )
     assert namespace["y"] == 21
     # The notebook's own namespace: asked first unless the manifest grants it.
     assert python.confirm

@@ -111,6 +111,35 @@ def test_auto_runs_new_names_asks_before_a_rebinding_and_undo_rebinds(
     assert kernel.python("%%python\nprint(x, 'y' in dir())").strip() == "1 False"
 
 
+def test_an_output_key_binds_the_value_the_code_computed(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    calls = [
+        ("p1", "by_a", "df.groupby('a')['b'].sum()"),  # an expression's value
+        ("p2", "doubled", "doubled = df['b'] * 2"),  # the name the code bound itself
+    ]
+    turns = [
+        "".join(
+            f'<action type="tool" mode="async" id="{i}" output_key="{key}">'
+            + json.dumps({"name": "python", "parameters": {"code": code}})
+            + "</action>"
+            for i, key, code in calls
+        ),
+        "<response>done</response>",
+    ]
+    path = tmp_path / "keys.jsonl"
+    write_turns(path, *turns)
+    kernel.python(f"%model replay:{path}")
+    result = kernel.run("group b by a, and double b")
+    assert result.status == "ok", result.reply["content"]
+    # The notebook holds pandas objects, not the text the model read.
+    check = "%%python\nprint(type(by_a).__name__, by_a.to_dict(), type(doubled).__name__)"
+    assert kernel.python(check).strip() == "Series {1: 10, 2: 20} Series"
+    # doubled was bound by the agent's own code: no warning that the user owns it.
+    warnings = "%%python\nprint([getattr(e, 'message', '') for e in _run.events])"
+    assert "user defined" not in kernel.python(warnings)
+
+
 def test_auto_still_asks_before_writing_into_user_objects(kernel: Kernel, tmp_path: Path) -> None:
     kernel.python(DF)
     kernel.python("%approvals auto")
@@ -279,8 +308,16 @@ def test_concurrent_runs_each_capture_their_own_output(kernel: Kernel, tmp_path:
     kernel.python(f"%model replay:{replay}")
     result = kernel.run("both at once")
     assert result.status == "ok", result.reply["content"]
-    outputs = json.loads(kernel.python("%%python\nimport json\nprint(json.dumps([out1, out2]))"))
-    assert [o.splitlines()[:2] for o in outputs] == [["one-a", "one-b"], ["two-a", "two-b"]]
+    # What each run printed, as the model read it (out1, out2 are the barrier's values).
+    read = (
+        "%%python\nimport json\nprint(json.dumps({e.id: e.preview for e in _run.events "
+        "if type(e).__name__ == 'ActionSucceeded'}))"
+    )
+    outputs = json.loads(kernel.python(read))
+    assert [outputs[i].split()[:2] for i in ("p1", "p2")] == [
+        ["one-a", "one-b"],
+        ["two-a", "two-b"],
+    ]
     # Nothing of the agent's code went to the cell, nor the kernel's output to the model.
     printed = "".join(m["content"].get("text", "") for m in result.of_type("stream"))
     assert "one-" not in printed and "two-" not in printed
