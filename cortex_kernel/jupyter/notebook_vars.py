@@ -160,14 +160,14 @@ def _details(value: Any) -> str:
             labels = list(columns)[:10]
         except Exception:  # a user object with odd columns: leave them out
             labels = []
-        names = _with_dtypes(value, labels)
+        names = _column_entries(value, labels)
         if names:
             more = len(columns) - len(names) if hasattr(columns, "__len__") else 0
             parts.append("columns " + ", ".join(names) + (f", +{more} more" if more > 0 else ""))
     return ", ".join(p for p in parts if p)
 
 
-def _with_dtypes(value: Any, labels: list[Any]) -> list[str]:
+def _column_entries(value: Any, labels: list[Any]) -> list[str]:
     """``['name']: dtype`` for a frame's columns (a date stored as text reads ``object``).
 
     Written as the subscript that selects the column: listed as ``churned:
