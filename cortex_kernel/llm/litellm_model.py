@@ -399,6 +399,15 @@ class LiteLLMModel(Model):
             # check, which imports the optional `mcp` package and fails
             # without it; our tools are plain functions, never MCP servers.
             kwargs["_skip_mcp_handler"] = True
+            offered = {tool["function"]["name"] for tool in kwargs["tools"]}
+            if request.required_tool in offered:
+                # A question naming the notebook's data: the turn calls the
+                # tool that looks at it (OpenAI's named tool choice, which
+                # llama.cpp's servers, vLLM and the hosted APIs all take).
+                kwargs["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": request.required_tool},
+                }
         if grammar is not None:
             kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "grammar": grammar}
         return kwargs

@@ -22,7 +22,9 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   opens with the chat template's tool-result tag (``<tool_response>``, from
   Qwen's and Hermes' templates) is the model writing what it expects a
   tool to return, not an answer to the user (:func:`imagined_result`); the
-  turn counts as one without an answer, so rule 6 applies.
+  turn counts as one without an answer, so rule 6 applies. The same holds
+  for text that opens by repeating the context feeds message the turn was
+  sent (:func:`echoed_feeds`).
 - **Stuck** (rule 7): the same failing action — same type and same body — a
   third time in one run ends it with status ``stuck`` (:class:`RepeatedFailures`).
 """
@@ -73,6 +75,23 @@ def imagined_result(text: str) -> bool:
 IMAGINED_RESULT_WARNING = (
     "the model's text opened with `<tool_response>`: it wrote a tool result it made up, "
     "not an answer, so it is not taken as the answer"
+)
+
+
+def echoed_feeds(text: str, feeds: str) -> bool:
+    """Whether ``text`` opens by repeating the context feeds message the turn was sent.
+
+    Small models sometimes answer the last message of the request, which is
+    the runtime's feeds message, by writing it out again: no answer.
+    """
+    heading = feeds.strip().split("\n", 1)[0].strip()
+    return bool(heading) and text.lstrip().startswith(heading)
+
+
+#: The warning that says why such text is not taken as the answer.
+ECHOED_FEEDS_WARNING = (
+    "the model's text repeated the context feeds message instead of answering, "
+    "so it is not taken as the answer"
 )
 
 

@@ -905,8 +905,12 @@ class Evidence:
                 return f"sum of {k}"
             if _within(sums, k * (t - tol), k * (t + tol)) is not None:
                 return f"mean of {k}"
+            # A zero operand is no share of anything: 0 / t is 0, which a sum
+            # of zeros (two empty or all-missing columns) would match for every t.
             if t > tol and any(
-                _within(sums, a / (t + tol), a / (t - tol)) is not None for a in self._operands
+                _within(sums, a / (t + tol), a / (t - tol)) is not None
+                for a in self._operands
+                if a > 0
             ):
                 return f"share of a sum of {k}"
         return None

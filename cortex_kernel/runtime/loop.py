@@ -46,10 +46,13 @@ from ..protocol.parser import Parser
 from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer, ground_answer
+from .data_questions import tool_to_look
 from .drift import (
+    ECHOED_FEEDS_WARNING,
     IMAGINED_RESULT_WARNING,
     RETRYABLE_STATES,
     RepeatedFailures,
+    echoed_feeds,
     imagined_result,
     provisional_answer,
     repair_message,
@@ -123,6 +126,8 @@ class Run:
         self.ids = IdAllocator()
         self.failures = RepeatedFailures()
         self.last_thought = ""
+        self._feeds_sent = ""  # the feeds message of the latest request (an echo is no answer)
+        self._looked_again = False  # a turn was asked again to look at the data (once a run)
         self.scheduler: Scheduler | None = None
         self.feeds = RunFeeds(
             context.feeds,
@@ -334,8 +339,7 @@ class Run:
             )
             if exceeded:
                 return "limit", exceeded, last_progress
-            self._turn += 1
-            turn = await self._stream_turn(self._turn, opening, repair=repair)
+            turn = await self._next_turn(opening, repair=repair)
             repair = False
             if turn.error is not None:
                 return "error", turn.error, ""
@@ -391,15 +395,71 @@ class Run:
                 model=self.model,
             )
 
+    async def _next_turn(self, opening: list[Message], *, repair: bool) -> Turn:
+        """Stream the next turn; once a run, again when it answered data without looking."""
+        self._turn += 1
+        turn = await self._stream_turn(self._turn, opening, repair=repair)
+        if turn.error is not None or self._turn >= self.limits.max_turns or self.budget.over():
+            return turn
+        tool = self._unlooked(turn)
+        if tool is None:
+            return turn
+        # Asked about the notebook's data, the model answered without a look
+        # that worked: the same turn again, its call of the tool required (the
+        # model writes the code). The answer it gave is dropped.
+        self._looked_again = True
+        assert self.scheduler is not None
+        self.scheduler.end_turn()
+        self._turn += 1
+        return await self._stream_turn(self._turn, opening, required_tool=tool)
+
+    def _unlooked(self, turn: Turn) -> str | None:
+        """The tool to require when ``turn`` answers a data question that no look backs.
+
+        Only with function calling (a provider's named tool choice forces the
+        call; the protocol text has no such request), once a run, when the
+        turn started no action and no call of that tool succeeded in the run.
+        """
+        if self.config.protocol != "tools" or self._looked_again:
+            return None
+        if turn.actions or turn.errors or turn.tool_calls or turn.limit is not None:
+            return None
+        answer = "".join(turn.outside) + (turn.final or "")
+        context = self.context
+        tool = tool_to_look(
+            self.message, answer, context.tools, context.variables.namespace, self.prior
+        )
+        assert self.scheduler is not None
+        if tool is None or any(
+            node.action.type == "tool"
+            and node.action.name == tool
+            and node.state is NodeState.SUCCEEDED
+            for node in self.scheduler.nodes.values()
+        ):
+            return None
+        self.emit(
+            WarningEvent(
+                span=(0, 0),
+                t=self.clock(),
+                turn=turn.number,
+                message=(
+                    "the model answered a question about the notebook's data without a "
+                    f"look that worked; it is asked again, to call `{tool}` first"
+                ),
+            )
+        )
+        return tool
+
     def _outside_answer(self, turn: Turn) -> str:
         """The turn's text outside any element, as an answer (``""``: none)."""
         outside = "".join(turn.outside).strip()
+        said = None
         if self.config.protocol == "tools" and imagined_result(outside):
-            self.emit(
-                WarningEvent(
-                    span=(0, 0), t=self.clock(), turn=turn.number, message=IMAGINED_RESULT_WARNING
-                )
-            )
+            said = IMAGINED_RESULT_WARNING
+        elif echoed_feeds(outside, self._feeds_sent):
+            said = ECHOED_FEEDS_WARNING
+        if said is not None:
+            self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn.number, message=said))
             return ""
         return outside
 
@@ -471,7 +531,9 @@ class Run:
         self.context.clear_history()
         return dropped
 
-    def _request(self, opening: list[Message]) -> CompletionRequest:
+    def _request(
+        self, opening: list[Message], *, required_tool: str | None = None
+    ) -> CompletionRequest:
         config, tools = self.config, self.context.tools
         context = PromptContext(
             agent_name=config.agent_name,
@@ -497,6 +559,7 @@ class Run:
         # leading system prompt for Anthropic and Gemini (which would change
         # it again), and a user message may follow tool messages anywhere.
         feeds = config.prompt.feeds_message(context)
+        self._feeds_sent = feeds
         if feeds:
             messages.append({"role": "user", "content": feeds})
         schemas = with_output_key(tools.openai_schemas()) if config.protocol == "tools" else None
@@ -506,6 +569,7 @@ class Run:
             protocol=config.protocol,
             context=context,
             feed_messages=1 if feeds else 0,
+            required_tool=required_tool,
         )
 
     def _note_failures(self, turn: Turn, settled: list[ActionNode]) -> str | None:
@@ -539,7 +603,12 @@ class Run:
         return int(tokens) or None
 
     async def _stream_turn(
-        self, number: int, opening: list[Message], *, repair: bool = False
+        self,
+        number: int,
+        opening: list[Message],
+        *,
+        repair: bool = False,
+        required_tool: str | None = None,
     ) -> Turn:
         assert self.scheduler is not None
         turn = Turn(number)
@@ -571,7 +640,7 @@ class Run:
         notices: list[str] = []
         try:
             await self.feeds.refresh()
-            request = self._request(opening)
+            request = self._request(opening, required_tool=required_tool)
             # The views say how long a prompt the model is reading before its
             # first token (tens of seconds on a CPU).
             start(await self._prompt_tokens(request))

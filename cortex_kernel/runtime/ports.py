@@ -137,6 +137,10 @@ class CompletionRequest(BaseModel):
     #: How many messages at the end of ``messages`` carry this turn's context
     #: feeds (0 or 1): rebuilt every turn, never part of the conversation.
     feed_messages: int = 0
+    #: The tool this turn must call (a question naming the notebook's data,
+    #: :mod:`cortex_kernel.runtime.data_questions`): the adapter forces it
+    #: where the provider can (a named tool choice, a grammar), else ignores it.
+    required_tool: str | None = None
 
 
 class Completion(ABC):

@@ -68,6 +68,10 @@ class Tool:
     #: Every call runs, even one repeating a call of the same turn (a random
     #: draw, a counter): the scheduler does not hand it the first call's result.
     repeatable: bool = False
+    #: It runs code on the notebook's own variables (in-kernel ``python``): a
+    #: question naming the notebook's data is first answered by calling it
+    #: (:mod:`cortex_kernel.runtime.data_questions`).
+    reads_notebook: bool = False
 
     @property
     def is_async(self) -> bool:

@@ -86,6 +86,22 @@ def test_the_model_sees_the_users_variables_and_never_a_secret(kernel: Kernel) -
     assert SECRET not in Path(path).read_text(encoding="utf-8")
 
 
+def test_an_echo_of_the_feeds_message_is_not_the_answer(kernel: Kernel) -> None:
+    """Seen from a small model after a tool result: it wrote the feeds message out again."""
+    kernel.python(USER_CELL)
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base}")
+        server.stream("# Context feeds\n\nFrom the runtime, not the user: readings, 12, 15")
+        server.stream("<response>You have `sales` and `readings`.</response>")
+        result = kernel.run("what data do I have?")
+        bodies = [r.body for r in server.requests]
+    assert result.status == "ok", dump(result)
+    assert result.result_data()["text/plain"].strip() == "You have `sales` and `readings`."
+    # The second request is the repair turn's: it asks for the answer.
+    assert "You have not given a final answer yet" in json.dumps(bodies[1]["messages"])
+    assert "repeated the context feeds message" in json.dumps(result.iopub, default=str)
+
+
 CREDENTIALS_CELL = """%%python
 creds = {"user": "admin", "pw": "Tr0ub4dor-horse-91"}
 db_url = "postgresql://admin:Pg-s3cret-pass@db.internal:5432/prod"

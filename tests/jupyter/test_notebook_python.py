@@ -19,6 +19,7 @@ import pytest
 from cortex_kernel.headless import run_headless
 from tests.jupyter.conftest import Kernel
 from tests.jupyter.test_tools_kernel import box, click
+from tests.llm.fake_openai import FakeOpenAI, text_reply
 from tests.replays import write_turns
 
 pytestmark = pytest.mark.kernel
@@ -74,6 +75,58 @@ def test_asks_by_default_then_the_change_is_reported_and_undone(
 
 def kernel_columns(kernel: Kernel) -> str:
     return kernel.python("%%python\nprint(list(df.columns))").strip()
+
+
+def test_a_data_question_answered_without_looking_is_asked_again_with_code(
+    kernel: Kernel,
+) -> None:
+    """Function calling: a guess about `df` is dropped and the turn must call `python`."""
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+        server.add(text_reply("The total of b is 42."))  # a guess: no code ran
+        server.tool_calls([("c1", "python", json.dumps({"code": "int(df['b'].sum())"}))])
+        server.add(text_reply("The total of b is 30."))
+        server.add(text_reply("A p-value is a probability."))
+        asked = kernel.run("What is the total of column b in df?")
+        other = kernel.run("What is a p-value?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok" and other.status == "ok", asked.reply["content"]
+    assert "tool_choice" not in bodies[0]
+    assert bodies[1]["tool_choice"] == {"type": "function", "function": {"name": "python"}}
+    # The guess is no part of the conversation the model is shown again.
+    assert "42" not in json.dumps(bodies[1]["messages"])
+    # After the result the model answers freely; a question naming no data is never forced.
+    assert "tool_choice" not in bodies[2] and "tool_choice" not in bodies[3]
+    assert len(bodies) == 4
+    answer = asked.result_data()["text/plain"]
+    assert "30" in answer and "42" not in answer
+    assert "asked again, to call `python` first" in json.dumps(asked.iopub, default=str)
+
+
+def test_a_data_answer_after_a_failed_look_is_asked_again_with_code(kernel: Kernel) -> None:
+    """The code failed and the model answered anyway: one more turn, `python` required."""
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    with FakeOpenAI() as server:
+        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+        server.tool_calls([("c1", "python", json.dumps({"code": "int(df[b].sum())"}))])
+        server.add(text_reply("The total of b is 42."))  # after a NameError: a guess
+        server.tool_calls([("c2", "python", json.dumps({"code": "int(df['b'].sum())"}))])
+        server.add(text_reply("The total of b is 30."))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert [b.get("tool_choice") for b in bodies] == [
+        None,
+        None,
+        {"type": "function", "function": {"name": "python"}},
+        None,
+    ]
+    # The forced turn answers the same messages the guess did: the failed result.
+    assert bodies[2]["messages"] == bodies[1]["messages"]
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
 
 
 def test_deny_refuses_and_nothing_runs(kernel: Kernel, tmp_path: Path) -> None:

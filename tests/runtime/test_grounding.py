@@ -746,3 +746,12 @@ def test_twice_or_half_of_a_value_is_grounded() -> None:
     assert unverified("North sold 55; doubled, that is 110.", evidence) == []
     assert unverified("Twice North's sales would be 120.", evidence) == ["120"]
     assert unverified("North's sales would be 110.", evidence) == ["110"]  # no "twice": no factor
+
+
+def test_results_that_sum_to_zero_ground_no_invented_figure() -> None:
+    """Two all-missing (or all-zero) results: a made-up table is no share of their zero sum."""
+    evidence = Evidence()
+    evidence.add({"East": 0.0, "North": 0.0}, source="a1")
+    evidence.add([0.0, 0.0, 0.0], source="a2")
+    report = check("| East | 12345.678901 |\n| North | 23456.789012 |", evidence)
+    assert report.to_dict()["grounded"] == 0 and len(report.unverified) == 2

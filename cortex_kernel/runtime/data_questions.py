@@ -1,0 +1,106 @@
+"""Questions about the notebook's data are answered by looking at it.
+
+Asked "How many orders in `sales` are from the North region?", a small
+model often answers from the column list the feeds show (a guess, marked
+unverified at best) or with code as text, or after its code failed. With
+function calling, when a turn answers without any call and no call of the
+tool that runs code on the notebook's own variables (in-kernel ``python``,
+:attr:`Tool.reads_notebook`) has succeeded in the run, :func:`tool_to_look`
+says whether that answer stands. It does not when
+
+- the message names a variable of the notebook that holds data (a
+  DataFrame, a Series, an array: anything with a ``shape``;
+  :func:`data_names`), or
+- it follows up on an earlier run of the conversation that called that
+  tool (:func:`ran_on_data`) and the answer states figures or shows code
+  (:func:`states_results`): "thanks" is answered as written.
+
+The loop then drops the answer and asks the same turn again with that
+tool's call required (the provider's named tool choice): the model still
+writes the code; it cannot skip looking. Once a run: after that the model
+answers, retries or calls something else as it sees fit. A model that
+calls the tool unasked is never forced, so its own way of writing a call
+is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .grounding import figures
+from .tools import Tool
+
+#: Words of a message that may name a variable: a plain identifier, in or
+#: out of backquotes (``sales``, `` `sales` ``), not inside a longer dotted
+#: name or word.
+_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)(?![\w(])")
+
+
+def data_names(message: str, namespace: Mapping[str, Any] | None) -> list[str]:
+    """The variables of ``namespace`` holding data that ``message`` names, in order.
+
+    Data is a value with a ``shape`` of at least one dimension (pandas and
+    numpy objects, and the like); private names (``_x``) are not read.
+    """
+    if namespace is None:
+        return []
+    found: list[str] = []
+    for match in _NAME.finditer(message):
+        name = match.group(1)
+        if name.startswith("_") or name in found or name not in namespace:
+            continue
+        if _holds_data(namespace[name]):
+            found.append(name)
+    return found
+
+
+def tool_to_look(
+    message: str,
+    answer: str,
+    tools: Iterable[Tool],
+    namespace: Mapping[str, Any] | None,
+    prior: Iterable[Mapping[str, Any]],
+) -> str | None:
+    """The tool a run's first turn must call, having given ``answer`` without any call.
+
+    The first tool that runs code on the notebook's variables
+    (:attr:`Tool.reads_notebook`), when ``message`` names data of the
+    notebook (:func:`data_names`), or when it follows up on an earlier run
+    that called that tool (``prior``: the conversation's messages) and
+    ``answer`` states figures or shows code. ``None``: the answer stands.
+    """
+    tool = next((t.name for t in tools if t.reads_notebook), None)
+    if tool is None:
+        return None
+    if data_names(message, namespace):
+        return tool
+    if ran_on_data(prior, tool) and states_results(answer):
+        return tool
+    return None
+
+
+def ran_on_data(messages: Iterable[Mapping[str, Any]], tool: str) -> bool:
+    """Whether ``messages`` (earlier runs, function calling) hold a call of ``tool``."""
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping) and function.get("name") == tool:
+                return True
+    return False
+
+
+def states_results(answer: str) -> bool:
+    """Whether ``answer`` gives figures or code: what a follow-up on data must compute."""
+    return "```" in answer or bool(figures(answer))
+
+
+def _holds_data(value: Any) -> bool:
+    if isinstance(value, type):
+        return False
+    try:
+        shape = getattr(value, "shape", None)
+    except Exception:  # a user object whose attribute raises: not data we know
+        return False
+    return isinstance(shape, tuple) and len(shape) >= 1
