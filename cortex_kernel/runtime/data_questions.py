@@ -32,6 +32,8 @@ from typing import Any
 from .grounding import figures
 from .tools import Tool
 
+__all__: list[str] = []  # used by the loop only
+
 #: Words of a message that may name a variable: a plain identifier, in or
 #: out of backquotes (``sales``, `` `sales` ``), not inside a longer dotted
 #: name or word.
@@ -63,7 +65,7 @@ def tool_to_look(
     namespace: Mapping[str, Any] | None,
     prior: Iterable[Mapping[str, Any]],
 ) -> str | None:
-    """The tool a run's first turn must call, having given ``answer`` without any call.
+    """The tool a turn that gave ``answer`` without any call must call, if any.
 
     The first tool that runs code on the notebook's variables
     (:attr:`Tool.reads_notebook`), when ``message`` names data of the
