@@ -228,7 +228,7 @@ def _code_tool(
         timeout=None if spec.in_kernel else spec.timeout,
         labels={"network": spec.network},
         review=review,
-        reads_notebook=review is not None,
+        reads_notebook=language == "python" and spec.in_kernel,
     )
 
 
