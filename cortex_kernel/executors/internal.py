@@ -131,8 +131,9 @@ class InternalExecutor(Executor):
             var = str(params["name"])
             if context.variables.user_defined(var) and var not in context.variables.values:
                 raise ActionError(
-                    f"'{var}' is a notebook name the user defined; delete_variable removes "
-                    "only variables the agent bound (output keys, set_variable)",
+                    f"'{var}' names a notebook variable the agent did not bind; "
+                    "delete_variable removes only variables the agent bound (output keys, "
+                    "set_variable)",
                     action_id=action.id,
                 )
             if not context.variables.delete(var):

@@ -131,7 +131,8 @@ class VariableStore:
         if invalid is not None:
             return invalid
         if self.user_defined(name):
-            return f"'{name}' is a notebook name the user defined"
+            # The user's, or one the agent's own code rebound: no output_key made it.
+            return f"'{name}' already names a notebook variable the agent did not bind"
         return None
 
     def __getitem__(self, name: str) -> Any:

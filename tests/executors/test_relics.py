@@ -193,7 +193,9 @@ async def test_a_crashed_relic_restarts_on_next_use_with_a_warning(tmp_path: Pat
             relic("c", "counter", "get") + relic("q", "web", "pid"),
             "<response>$c $q</response>",
         )
-        value, new_pid = second.answer.split()
+        parts = second.answer.split()
+        assert len(parts) == 2, (second.status, second.answer, second.message)  # a failure says why
+        value, new_pid = parts
         assert value == "10"  # a fresh object, from the manifest's options
         assert int(new_pid) != pid and psutil.pid_exists(int(new_pid))
         warnings = events(second, "warning")

@@ -131,7 +131,8 @@ def test_set_variable_on_a_user_name_keeps_the_users_value(kernel: Kernel, tmp_p
         "<response>done</response>",
     )
     agent(kernel, model)
-    assert "'rates' is a notebook name the user defined" in events(kernel, "warning", "message")
+    warned = events(kernel, "warning", "message")
+    assert "'rates' already names a notebook variable the agent did not bind" in warned
     assert kernel.python("%%python\nprint(rates, _run.variables['rates'])").strip() == (
         "{'EUR': 1.0} nope"
     )
@@ -156,7 +157,7 @@ def test_delete_variable_spares_the_users_data(kernel: Kernel, tmp_path: Path) -
         "<response>done</response>",
     )
     agent(kernel, model)
-    assert "the user defined" in events(kernel, "action_failed", "error")
+    assert "the agent did not bind" in events(kernel, "action_failed", "error")
     assert kernel.python("%%python\nprint(df, 'mine' in dir())").strip() == "[1, 2, 3] False"
 
 
@@ -177,7 +178,7 @@ def test_output_key_never_overwrites_a_user_tool(kernel: Kernel, tmp_path: Path)
     result = agent(kernel, model)
     assert result.result_data()["text/plain"] == "Paris has 1000"
     warnings = events(kernel, "warning", "message")
-    assert "'population' is a notebook name the user defined" in warnings
+    assert "'population' already names a notebook variable the agent did not bind" in warnings
     assert "_run.variables['population']" in warnings
     assert "'for' is a Python keyword" in warnings
     # The view shows the warning.
