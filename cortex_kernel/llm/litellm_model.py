@@ -401,9 +401,9 @@ class LiteLLMModel(Model):
             kwargs["_skip_mcp_handler"] = True
             offered = {tool["function"]["name"] for tool in kwargs["tools"]}
             if request.required_tool in offered:
-                # A question naming the notebook's data: the turn calls the
-                # tool that looks at it (OpenAI's named tool choice, which
-                # llama.cpp's servers, vLLM and the hosted APIs all take).
+                # A data question answered without a look, asked again: the
+                # turn must call the tool that looks (OpenAI's named tool
+                # choice, which llama.cpp's servers, vLLM and hosted APIs take).
                 kwargs["tool_choice"] = {
                     "type": "function",
                     "function": {"name": request.required_tool},

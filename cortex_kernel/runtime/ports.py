@@ -137,9 +137,9 @@ class CompletionRequest(BaseModel):
     #: How many messages at the end of ``messages`` carry this turn's context
     #: feeds (0 or 1): rebuilt every turn, never part of the conversation.
     feed_messages: int = 0
-    #: The tool this turn must call (a question naming the notebook's data,
-    #: :mod:`cortex_kernel.runtime.data_questions`): the adapter forces it
-    #: where the provider can (a named tool choice, a grammar), else ignores it.
+    #: The tool this turn must call (a data question answered without a look,
+    #: asked again: :mod:`cortex_kernel.runtime.data_questions`): function
+    #: calling sends it as a named tool choice; other requests ignore it.
     required_tool: str | None = None
 
 
