@@ -9,7 +9,9 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   that id (the scheduler replaces the node, with a warning). Reusing the id
   of a running or succeeded action stays an error, and
   :func:`duplicate_id_message` says which variable holds (or will hold) its
-  result, so the model can use it instead of asking again.
+  result, so the model can use it instead of asking again. A succeeded
+  action written again exactly as it was (same type and body) is that
+  action: a warning, and its result stands (the turn's reader).
 - **No empty "ok"** (rule 6): a run that would end with no final response
   and no outside text gets one short repair turn (:func:`repair_message`);
   if that brings nothing either, the run ends with status ``no_answer`` and

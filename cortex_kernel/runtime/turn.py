@@ -20,6 +20,7 @@ from ..protocol.models import ActionMode
 from .drift import RETRYABLE_STATES, duplicate_id_message
 from .feed_run import RunFeeds
 from .limits import Budget
+from .nodes import NodeState
 from .ports import ToolCall
 from .run_events import Usage
 from .scheduler import Scheduler
@@ -87,6 +88,10 @@ class TurnReader:
         for event in events:
             # The run's record is a stamped copy (the parser's event is left as it was).
             if isinstance(event, pe.ActionErrorEvent) and event.id in self.scheduler.nodes:
+                repeated = self._repeated_success(event)
+                if repeated is not None:
+                    emit(repeated)
+                    continue
                 event = replace(event, message=self._duplicate_message(event))
             event = replace(event, t=clock(), turn=turn.number)
             emit(event)
@@ -104,6 +109,37 @@ class TurnReader:
             if cut is not None or turn.limit is not None:
                 return cut
         return None
+
+    def _repeated_success(self, event: pe.ActionErrorEvent) -> pe.WarningEvent | None:
+        """A warning in place of the error when an action that succeeded is written again as it was.
+
+        Small models write the action whose result they just read once more,
+        same id, same type, same body: it is that action, not a new one, so
+        its result stands, nothing runs again and the turn has no error (a
+        turn with nothing else ends the run with its progress or outside
+        text as the answer). Anything that differs stays a duplicate id.
+        """
+        assert event.id is not None
+        node = self.scheduler.nodes[event.id]
+        same = (
+            event.message.startswith("duplicate id")
+            and node.state is NodeState.SUCCEEDED
+            and event.attrs.get("type") == node.action.type.value
+            and event.raw_body.strip() == node.action.raw_body.strip()
+        )
+        if not same:
+            return None
+        variable = node.action.output_key or node.id
+        return pe.WarningEvent(
+            span=event.span,
+            t=self.scheduler.clock(),
+            turn=self.turn.number,
+            id=event.id,
+            message=(
+                f"action '{event.id}' was written again as it was: it already succeeded, so "
+                f"it is not run again and its result stands (${variable})"
+            ),
+        )
 
     def _duplicate_message(self, event: pe.ActionErrorEvent) -> str:
         """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""

@@ -232,6 +232,21 @@ async def test_reusing_the_id_of_a_succeeded_action_names_its_variable(tmp_path:
     assert (result.status, result.answer) == ("ok", "Lyon: 520774")
 
 
+async def test_a_succeeded_action_written_again_as_it_was_is_that_action(
+    tmp_path: Path,
+) -> None:
+    # Qwen2.5-Coder-1.5B with the grammar, after its plot was drawn: the same
+    # action, same id, and a progress note, turn after turn, until `stuck`.
+    again = action("population", "async", 'id="p" output_key="lyon"', city="Lyon")
+    progress = '<response final="false">Lyon has $lyon people.</response>'
+    result, _ = await replay(tmp_path, [again, again + progress])
+    assert (result.status, result.answer) == ("ok", "Lyon has 520774 people.")
+    assert of_type(result, "action_error") == []
+    assert len(of_type(result, "action_started")) == 1  # not run again
+    [warning] = [e.message for e in of_type(result, "warning")]
+    assert "written again as it was: it already succeeded" in warning and "$lyon" in warning
+
+
 # -- rule 6: no run ends "ok" with an empty answer -------------------------------
 
 
