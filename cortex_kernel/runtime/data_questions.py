@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .grounding import figures
+from .nodes import ActionNode, NodeState
 from .tools import Tool
 
 __all__: list[str] = []  # used by the loop only
@@ -64,6 +65,7 @@ def tool_to_look(
     tools: Iterable[Tool],
     namespace: Mapping[str, Any] | None,
     prior: Iterable[Mapping[str, Any]],
+    nodes: Iterable[ActionNode] = (),
 ) -> str | None:
     """The tool a turn that gave ``answer`` without any call must call, if any.
 
@@ -71,10 +73,11 @@ def tool_to_look(
     (:attr:`Tool.reads_notebook`), when ``message`` names data of the
     notebook (:func:`data_names`), or when it follows up on an earlier run
     that called that tool (``prior``: the conversation's messages) and
-    ``answer`` states figures or shows code. ``None``: the answer stands.
+    ``answer`` states figures or shows code, unless a call of that tool
+    among the run's ``nodes`` succeeded. ``None``: the answer stands.
     """
     tool = next((t.name for t in tools if t.reads_notebook), None)
-    if tool is None:
+    if tool is None or _looked(nodes, tool):
         return None
     if data_names(message, namespace):
         return tool
@@ -96,6 +99,23 @@ def ran_on_data(messages: Iterable[Mapping[str, Any]], tool: str) -> bool:
 def states_results(answer: str) -> bool:
     """Whether ``answer`` gives figures or code: what a follow-up on data must compute."""
     return "```" in answer or bool(figures(answer))
+
+
+def asked_again_message(tool: str) -> str:
+    """The warning of a turn asked again, to call ``tool`` first."""
+    return (
+        "the model answered a question about the notebook's data without a "
+        f"look that worked; it is asked again, to call `{tool}` first"
+    )
+
+
+def _looked(nodes: Iterable[ActionNode], tool: str) -> bool:
+    return any(
+        node.action.type == "tool"
+        and node.action.name == tool
+        and node.state is NodeState.SUCCEEDED
+        for node in nodes
+    )
 
 
 def _holds_data(value: Any) -> bool:

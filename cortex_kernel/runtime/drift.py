@@ -127,6 +127,14 @@ def duplicate_id_message(action_id: str, state: str, variable: str) -> str:
     )
 
 
+def repeated_success_message(action_id: str, variable: str) -> str:
+    """The warning for a succeeded action written again exactly as it was."""
+    return (
+        f"action '{action_id}' was written again as it was: it already succeeded, so "
+        f"it is not run again and its result stands (${variable})"
+    )
+
+
 def _signature(kind: str, body: Any) -> str:
     try:
         return kind + ":" + json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)

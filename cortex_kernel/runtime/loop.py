@@ -46,7 +46,7 @@ from ..protocol.parser import Parser
 from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer, ground_answer
-from .data_questions import tool_to_look
+from .data_questions import asked_again_message, tool_to_look
 from .drift import (
     ECHOED_FEEDS_WARNING,
     IMAGINED_RESULT_WARNING,
@@ -426,28 +426,24 @@ class Run:
             return None
         answer = "".join(turn.outside) + (turn.final or "")
         context = self.context
-        tool = tool_to_look(
-            self.message, answer, context.tools, context.variables.namespace, self.prior
-        )
         assert self.scheduler is not None
-        if tool is None or any(
-            node.action.type == "tool"
-            and node.action.name == tool
-            and node.state is NodeState.SUCCEEDED
-            for node in self.scheduler.nodes.values()
-        ):
-            return None
-        self.emit(
-            WarningEvent(
-                span=(0, 0),
-                t=self.clock(),
-                turn=turn.number,
-                message=(
-                    "the model answered a question about the notebook's data without a "
-                    f"look that worked; it is asked again, to call `{tool}` first"
-                ),
-            )
+        tool = tool_to_look(
+            self.message,
+            answer,
+            context.tools,
+            context.variables.namespace,
+            self.prior,
+            self.scheduler.nodes.values(),
         )
+        if tool is not None:
+            self.emit(
+                WarningEvent(
+                    span=(0, 0),
+                    t=self.clock(),
+                    turn=turn.number,
+                    message=asked_again_message(tool),
+                )
+            )
         return tool
 
     def _outside_answer(self, turn: Turn) -> str:

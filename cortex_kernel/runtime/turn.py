@@ -17,7 +17,7 @@ import anyio.lowlevel
 
 from ..protocol import parser_events as pe
 from ..protocol.models import ActionMode
-from .drift import RETRYABLE_STATES, duplicate_id_message
+from .drift import RETRYABLE_STATES, duplicate_id_message, repeated_success_message
 from .feed_run import RunFeeds
 from .limits import Budget
 from .nodes import NodeState
@@ -135,10 +135,7 @@ class TurnReader:
             t=self.scheduler.clock(),
             turn=self.turn.number,
             id=event.id,
-            message=(
-                f"action '{event.id}' was written again as it was: it already succeeded, so "
-                f"it is not run again and its result stands (${variable})"
-            ),
+            message=repeated_success_message(event.id, variable),
         )
 
     def _duplicate_message(self, event: pe.ActionErrorEvent) -> str:
