@@ -99,25 +99,65 @@ def has_llama(python: Path) -> bool:
     return probe.returncode == 0 and probe.stdout.strip() == "0.3.36"
 
 
+def build_flags() -> str:
+    """The CMake flags of the llama.cpp build: the user's ``CMAKE_ARGS``, or ours.
+
+    llama.cpp builds for the building machine's CPU by default
+    (``GGML_NATIVE``), AMX included where the CPU has it. AMX code runs
+    ``ldtilecfg``, which faults ("general protection fault") where the
+    kernel or hypervisor does not grant the AMX state, as in many VMs: the
+    server crashed on its first completion. So the build names the
+    instruction sets instead: AVX2 (and AVX-512 when this CPU has it),
+    never AMX. The flags are kept beside the wheel; other flags rebuild it.
+    """
+    if "CMAKE_ARGS" in os.environ:
+        return os.environ["CMAKE_ARGS"]
+    try:
+        cpu = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        cpu = set()
+    flags = ["-DGGML_NATIVE=OFF"]
+    for option, feature in (("AVX", "avx"), ("AVX2", "avx2"), ("FMA", "fma"), ("F16C", "f16c")):
+        if feature in cpu:
+            flags.append(f"-DGGML_{option}=ON")
+    if "avx512f" in cpu:
+        flags.append("-DGGML_AVX512=ON")
+    return " ".join(flags)
+
+
 def ensure_server_env(root: Path) -> Path:
     """Install the pinned server in ``venv/``, building its wheel once."""
     python = venv_python(root)
-    if has_llama(python):
+    flags = build_flags()
+    installed = root / "venv" / "llama-build-flags"
+    if has_llama(python) and installed.exists() and installed.read_text() == flags:
         return python
     if not python.exists():
         say("creating the server's virtual environment")
         venv.EnvBuilder(with_pip=True, clear=True).create(root / "venv")
     wheels = root / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
+    stamp = wheels / "build-flags"
+    built = stamp.read_text() if stamp.exists() else None
+    if built != flags:  # a wheel built with other flags (or before they were kept)
+        for old in wheels.glob(LLAMA_WHEEL_GLOB):
+            old.unlink()
     if not list(wheels.glob(LLAMA_WHEEL_GLOB)):
         say(f"building {LLAMA_REQUIREMENT} (compiles llama.cpp: ~5 min on 2 cores, once)")
         env_log = root / "build.log"
         os.environ.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
+        os.environ["CMAKE_ARGS"] = flags
         run(
-            [str(python), "-m", "pip", "wheel", "-w", str(wheels), LLAMA_REQUIREMENT],
+            # pip's cache of built wheels ignores CMAKE_ARGS: build afresh.
+            [
+                str(python),
+                *("-m", "pip", "wheel", "--no-cache-dir"),
+                *("-w", str(wheels), LLAMA_REQUIREMENT),
+            ],
             "building llama-cpp-python (needs gcc/g++; apt-get install build-essential)",
             log=env_log,
         )
+        stamp.write_text(flags)
     say("installing the server from the cached wheels")
     run(
         [
@@ -126,6 +166,7 @@ def ensure_server_env(root: Path) -> Path:
             "pip",
             "install",
             "-q",
+            "--force-reinstall",
             "--no-index",
             "--find-links",
             str(wheels),
@@ -135,6 +176,7 @@ def ensure_server_env(root: Path) -> Path:
     )
     if not has_llama(python):
         raise SetupError(f"llama_cpp 0.3.36 is still not importable from {python}")
+    installed.write_text(flags)
     return python
 
 
@@ -234,6 +276,23 @@ def answers(port: int) -> bool:
     return isinstance(body, dict) and "data" in body
 
 
+def completes(port: int) -> bool:
+    """True when the server writes one token: a build that crashes on inference does not."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/chat/completions",
+        data=json.dumps(
+            {"model": "local", "messages": [{"role": "user", "content": "1"}], "max_tokens": 1}
+        ).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=READY_TIMEOUT_S) as reply:
+            body = json.loads(reply.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return False
+    return isinstance(body, dict) and "choices" in body
+
+
 def running_pid(root: Path) -> int | None:
     """The pid of our server if it is alive (checked by its command line)."""
     pid_file = root / "server.pid"
@@ -328,6 +387,15 @@ def wait_ready(root: Path, pid: int, port: int) -> int:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if answers(port):
+            if not completes(port):
+                tail = "\n".join(
+                    (root / "server.log").read_text(errors="replace").splitlines()[-5:]
+                )
+                raise SetupError(
+                    "the server answers but failed to write a token (it may have crashed: "
+                    "`dmesg` names the faulting instruction; rebuild with other flags by "
+                    f"setting CMAKE_ARGS and removing {root / 'wheels'}); its log ends:\n{tail}"
+                )
             say(f"ready (pid {pid})")
             print_usage(port)
             return 0

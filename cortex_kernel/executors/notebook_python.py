@@ -71,6 +71,7 @@ from ..runtime.changes import (
     snapshot,
 )
 from ..runtime.changes import undo as undo_report
+from ..runtime.code_fixes import failing_line_note
 from ..runtime.results import Shown
 
 __all__ = ["NotebookPython", "ledger_for"]
@@ -345,7 +346,8 @@ class NotebookPython:
         try:
             tree = ast.parse(code, mode="exec")
         except SyntaxError as exc:
-            raise SyntaxError(f"the code does not parse: {exc}") from None
+            where = _line_note(code, exc.lineno)
+            raise SyntaxError(f"the code does not parse: {exc}{where}") from None
         code, skipped = _skip_missing_loads(code, tree, self.namespace)
         if skipped:
             tree = ast.parse(code, mode="exec")
@@ -395,6 +397,7 @@ class NotebookPython:
         if error is not None:
             changes = run.report.summary() if run.report is not None else ""
             hint = _file_hint(error, self.namespace) or _column_hint(error, self.namespace)
+            hint += _line_note(code, _agent_line(error))
             # One error type for all: some exceptions' constructors take other arguments.
             raise ToolError(f"{note}{run.error}{hint}\n[notebook changes: {changes}]") from error
         text = note + self._text(out.getvalue(), outcome, run)
@@ -484,6 +487,25 @@ class NotebookPython:
         if run.report is not None:
             parts.append(f"[notebook changes: {run.report.summary()}]")
         return "\n".join(parts)
+
+
+def _agent_line(error: BaseException) -> int | None:
+    """The line of the agent's code ``error`` was raised on (its innermost frame there)."""
+    line = None
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == "<agent>":
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
+
+
+def _line_note(code: str, number: int | None) -> str:
+    """The note naming the line the code failed on: a fix is asked for that line."""
+    lines = code.splitlines()
+    if number is None or not 0 < number <= len(lines) or not lines[number - 1].strip():
+        return ""
+    return failing_line_note(number, lines[number - 1])
 
 
 def _assigned_name(statement: ast.stmt) -> str | None:

@@ -193,6 +193,7 @@ def text_tool_calls(content: str, known: Iterable[str]) -> list[ToolCall]:
 _DECIDED = re.compile(r"```(?:json)?\s*[{\[]|<tool_call>|\{", re.IGNORECASE)
 _UNDECIDED = re.compile(r"```(?:json)?\s*", re.IGNORECASE)
 _BLOCK_ENDS = {"```": "```", "<tool_call>": "</tool_call>"}
+_CODE_OPENER = re.compile(r"```(?:python|py)[ \t]*\n")
 
 
 def _line_starts(text: str, first: bool) -> Iterator[int]:
@@ -301,6 +302,33 @@ def block_tool_calls(text: str, known: Iterable[str]) -> list[ToolCall]:
     return calls
 
 
+#: A reply that is one fenced block of Python code, and nothing else.
+_CODE_REPLY = re.compile(r"\s*```(?:python|py)[ \t]*\n(.*?)\n?```\s*", re.DOTALL | re.IGNORECASE)
+
+
+def code_call(text: str, tool: str) -> ToolCall | None:
+    """A call of ``tool`` with the code of ``text``, when ``text`` is one fenced Python block.
+
+    Asked about the notebook's data, Qwen2.5-Coder-1.5B often replies with
+    nothing but the code it means to run, as a fenced block; asked again
+    with the call required, it wrote older, failing code instead. Read only
+    when the runtime names the tool (``CompletionRequest.code_tool``), and
+    only for code that parses.
+    """
+    match = _CODE_REPLY.fullmatch(text)
+    if match is None or not match.group(1).strip():
+        return None
+    try:
+        ast.parse(match.group(1))
+    except SyntaxError:
+        return None
+    return ToolCall(
+        id=f"call_text_{next(_TEXT_CALLS)}",
+        name=tool,
+        arguments=json.dumps({"code": match.group(1)}, ensure_ascii=False),
+    )
+
+
 class TextCallHold:
     """Decides, as a tools-protocol answer streams, which text can be shown now.
 
@@ -309,15 +337,18 @@ class TextCallHold:
     the stream ends it is either calls or released then. Text before it
     streams as usual; so does a code fence that turns out not to hold JSON.
     Only the text not passed on yet is kept: a chunk costs the same at the
-    end of a long answer as at its start.
+    end of a long answer as at its start. With a ``code_tool``, a reply that
+    opens with a fenced Python block is held too (see :func:`code_call`).
     """
 
-    def __init__(self, known: Iterable[str] = ()) -> None:
+    def __init__(self, known: Iterable[str] = (), code_tool: str | None = None) -> None:
+        self._code_tool = code_tool
         self._known = tuple(name for name in known if name)
         self._names = tuple(_by_lower(self._known))
         self._pending = ""  # not passed on yet, and not held: the current line at most
         self._held: list[str] = []  # from the line that may start a call, to the end
         self._at_start = True  # nothing was passed on yet
+        self._blank = True  # what was passed on is whitespace only
         self._line_start = True  # _pending begins a line
 
     def release(self, text: str) -> str:
@@ -329,21 +360,26 @@ class TextCallHold:
         stop = len(pending)
         for start in _line_starts(pending, self._line_start):
             head = pending[start:].lstrip(" \t")
+            opens_code = self._code_tool is not None and self._blank and not pending[:start].strip()
             if (
                 _DECIDED.match(head)
                 or (self._at_start and start == 0 and head.startswith("["))
                 or self._python_call_start(head)
+                or (opens_code and _CODE_OPENER.match(head.lower()) is not None)
             ):
                 self._held.append(pending[start:])
                 stop = start
                 break
-            if _could_start(head, self._names):
+            if _could_start(head, self._names) or (
+                opens_code and any(o.startswith(head.lower()) for o in ("```python", "```py\n"))
+            ):
                 stop = start  # may still become a call: wait for more
                 break
         out = pending[:stop]
         self._pending = "" if self._held else pending[stop:]
         if out:
             self._at_start = False
+            self._blank = self._blank and not out.strip()
             self._line_start = stop < len(pending) or out.endswith("\n")
         return out
 
@@ -358,6 +394,10 @@ class TextCallHold:
             calls = block_tool_calls(held, self._known)
             if calls:
                 return calls, ""
+            code = code_call(held, self._code_tool) if self._code_tool else None
+            if code is not None:
+                self._held = []
+                return [code], ""
         rest = self._pending + held
         self._pending, self._held = "", []
         return [], rest

@@ -528,7 +528,9 @@ class LiteLLMCompletion(Completion):
         self._reads_timed = False  # the HTTP client times each read with `timeout`
         self._agen: AsyncGenerator[str, None] | None = None
         # Text that may be tool calls written as text (tools protocol).
-        self._hold = TextCallHold(t.get("function", t).get("name", "") for t in request.tools or [])
+        names = [t.get("function", t).get("name", "") for t in request.tools or []]
+        code_tool = request.code_tool if request.code_tool in names else None
+        self._hold = TextCallHold(names, code_tool=code_tool)
         self._closed = False
         self._opened = False
         self._started = 0.0

@@ -172,6 +172,8 @@ class ReplayModel(Model):
         Tokens per second to pace the stream at; ``None`` streams at once.
     """
 
+    answers_aside = False  # every request takes the next recorded turn
+
     def __init__(self, path: Path, tps: float | None = None) -> None:
         self.path = Path(path)
         self.tps = tps if tps and tps > 0 else None

@@ -20,7 +20,8 @@ tool's call required (the provider's named tool choice): the model still
 writes the code; it cannot skip looking. Once a run: after that the model
 answers, retries or calls something else as it sees fit. A model that
 calls the tool unasked is never forced, so its own way of writing a call
-is kept.
+is kept. Before any of that, a reply that is only Python code, in a run
+whose message names such data, is that tool's call (:func:`code_tool`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,29 @@ def tool_to_look(
     if ran_on_data(prior, tool) and states_results(answer):
         return tool
     return None
+
+
+def code_tool(
+    message: str,
+    tools: Iterable[Tool],
+    namespace: Mapping[str, Any] | None,
+    nodes: Iterable[ActionNode] = (),
+) -> str | None:
+    """The tool a reply that is only Python code calls, in a run about the notebook's data.
+
+    While no call of the tool that runs code on the notebook's variables
+    has succeeded, in a run whose message names data of the notebook
+    (:func:`data_names`), a reply that is nothing but one fenced block of
+    Python is that tool's call (``CompletionRequest.code_tool``): the code
+    the model means to run on the data. Asked again with the call required
+    instead, the local model wrote older code that had failed. A follow-up
+    ("now write it as a function") is not such a run: code written for the
+    user stays an answer.
+    """
+    tool = next((t.name for t in tools if t.reads_notebook), None)
+    if tool is None or _looked(nodes, tool) or not data_names(message, namespace):
+        return None
+    return tool
 
 
 def ran_on_data(messages: Iterable[Mapping[str, Any]], tool: str) -> bool:

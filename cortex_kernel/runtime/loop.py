@@ -46,7 +46,8 @@ from ..protocol.parser import Parser
 from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer, ground_answer
-from .data_questions import asked_again_message, tool_to_look
+from .code_fixes import FIXES_PER_RUN, failed_code, fix_warning, suggest_fix
+from .data_questions import asked_again_message, code_tool, tool_to_look
 from .drift import (
     ECHOED_FEEDS_WARNING,
     IMAGINED_RESULT_WARNING,
@@ -76,7 +77,7 @@ from .run_events import (
 )
 from .run_result import RunResult
 from .scheduler import Scheduler
-from .tool_calls import with_output_key
+from .tool_calls import call_action_id, with_output_key
 from .transcript import TranscriptWriter
 from .turn import Turn, TurnReader
 from .turn_messages import results_messages, turn_assistant_message
@@ -128,6 +129,7 @@ class Run:
         self.last_thought = ""
         self._feeds_sent = ""  # the feeds message of the latest request (an echo is no answer)
         self._looked_again = False  # a turn was asked again to look at the data (once a run)
+        self._fixed: set[str] = set()  # failed code a fix was asked for
         self.scheduler: Scheduler | None = None
         self.feeds = RunFeeds(
             context.feeds,
@@ -393,6 +395,7 @@ class Run:
                 tools=self.context.tools,
                 limits=self.limits,
                 model=self.model,
+                fixes=await self._fixes(turn, settled),
             )
 
     async def _next_turn(self, opening: list[Message], *, repair: bool) -> Turn:
@@ -445,6 +448,35 @@ class Run:
                 )
             )
         return tool
+
+    async def _fixes(self, turn: Turn, settled: list[ActionNode]) -> dict[str, str]:
+        """Fixes of the code that failed on the notebook's data this turn, by action id.
+
+        Asked of the model as separate requests (:mod:`.code_fixes`), at most
+        :data:`~.code_fixes.FIXES_PER_RUN` a run, never twice for the same code.
+        """
+        tool = next((t.name for t in self.context.tools if t.reads_notebook), None)
+        if tool is None or not self.model.answers_aside:
+            return {}
+        assert self.scheduler is not None
+        nodes = {node.id: node for node in settled}
+        for call in turn.tool_calls:
+            node = self.scheduler.nodes.get(call_action_id(call.id))
+            if node is not None:
+                nodes.setdefault(node.id, node)
+        fixes: dict[str, str] = {}
+        for node, code in failed_code(nodes.values(), tool):
+            if code in self._fixed or len(self._fixed) >= FIXES_PER_RUN:
+                continue
+            self._fixed.add(code)
+            namespace = self.context.variables.namespace
+            fix = await suggest_fix(self.model, code, node.error, namespace, budget=self.budget)
+            if fix is not None:
+                fix = self.redactor.text(fix)  # model text, as the turns' is
+                fixes[node.id] = fix
+                said = fix_warning(node.id, fix)
+                self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn.number, message=said))
+        return fixes
 
     def _outside_answer(self, turn: Turn) -> str:
         """The turn's text outside any element, as an answer (``""``: none)."""
@@ -558,7 +590,13 @@ class Run:
         self._feeds_sent = feeds
         if feeds:
             messages.append({"role": "user", "content": feeds})
-        schemas = with_output_key(tools.openai_schemas()) if config.protocol == "tools" else None
+        schemas = None
+        code: str | None = None
+        if config.protocol == "tools":
+            schemas = with_output_key(tools.openai_schemas())
+            nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
+            namespace = self.context.variables.namespace
+            code = code_tool(self.message, tools, namespace, nodes)
         return CompletionRequest(
             messages=messages,
             tools=schemas,
@@ -566,6 +604,7 @@ class Run:
             context=context,
             feed_messages=1 if feeds else 0,
             required_tool=required_tool,
+            code_tool=code,
         )
 
     def _note_failures(self, turn: Turn, settled: list[ActionNode]) -> str | None:

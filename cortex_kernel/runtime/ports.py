@@ -141,6 +141,10 @@ class CompletionRequest(BaseModel):
     #: asked again: :mod:`cortex_kernel.runtime.data_questions`): function
     #: calling sends it as a named tool choice; other requests ignore it.
     required_tool: str | None = None
+    #: The tool a reply that is only one fenced block of Python code calls
+    #: with that code (function calling, a data question not yet looked at:
+    #: :mod:`cortex_kernel.runtime.data_questions`); other requests ignore it.
+    code_tool: str | None = None
 
 
 class Completion(ABC):
@@ -194,6 +198,10 @@ class Model(ABC):
     #: A line for the user about how the model was chosen (e.g. the offline
     #: demo used because no provider key is set); ``None`` when there is none.
     note: str | None = None
+    #: Whether the runtime may send requests of its own besides the run's
+    #: turns (a fix of failed code, :mod:`.code_fixes`). ``False`` for a
+    #: recorded transcript: such a request would take a recorded turn.
+    answers_aside: bool = True
 
     @abstractmethod
     def stream(self, request: CompletionRequest) -> Completion:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .code_fixes import with_fix
 from .limits import Limits, result_budget_chars
 from .nodes import ActionNode, NodeState
 from .ports import Message, Model
@@ -56,6 +57,7 @@ def results_messages(
     tools: ToolRegistry,
     limits: Limits,
     model: Model,
+    fixes: Mapping[str, str] | None = None,
 ) -> list[Message]:
     """The messages that open the turn after ``turn``.
 
@@ -71,7 +73,11 @@ def results_messages(
     tools, limits, model
         The run's: a call to an unknown function lists the known ones; the
         results' budget comes from the limits and the model's context window.
+    fixes
+        Suggested fixes of failed code, by action id
+        (:func:`~.code_fixes.suggest_fix`), added to those failures.
     """
+    fixes = fixes or {}
     by_id = {node.id: node for node in settled}
     tool_results: list[ToolResult] = []
     for call in turn.tool_calls:
@@ -84,7 +90,7 @@ def results_messages(
             text = (
                 f"{called} returned: {render_value(node.read)}"
                 if status == "ok"
-                else f"{called} {status}: {node.error}"
+                else f"{called} {status}: {with_fix(node.error, fixes.get(node.id))}"
             )
             names: tuple[str, ...] = (node.id,)
         else:
@@ -98,7 +104,7 @@ def results_messages(
         tool_results.append((call.id, text, names))
     call_ids = {call_action_id(call.id) for call in turn.tool_calls}
     items: list[tuple[str, ResultStatus, Any, tuple[str, ...]]] = [
-        _result_item(node) for node in settled if node.id in by_id
+        _result_item(node, fixes.get(node.id)) for node in settled if node.id in by_id
     ]
     items += [
         (error.id or "?", "error", error.message, ())
@@ -119,12 +125,14 @@ def results_messages(
     return messages
 
 
-def _result_item(node: ActionNode) -> tuple[str, ResultStatus, Any, tuple[str, ...]]:
+def _result_item(
+    node: ActionNode, fix: str | None
+) -> tuple[str, ResultStatus, Any, tuple[str, ...]]:
     status = _STATUS.get(node.state, "error")
     names: tuple[str, ...] = (node.id,)
     if node.action.output_key:
         names += (node.action.output_key,)
-    return node.id, status, node.read if status == "ok" else node.error, names
+    return node.id, status, node.read if status == "ok" else with_fix(node.error, fix), names
 
 
 def _own_output_key(tools: ToolRegistry, name: str) -> bool:

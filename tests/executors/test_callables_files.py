@@ -174,5 +174,6 @@ async def test_python_in_kernel_error_says_what_changed_before_it() -> None:
         namespace=namespace,
     )
     # UnicodeDecodeError takes five arguments: the error is told, not rebuilt.
-    with pytest.raises(ToolError, match=r"UnicodeDecodeError.*\n\[notebook changes: added: y\]"):
+    changed = r"UnicodeDecodeError.*\n\[failed at line 2: .*\]\n\[notebook changes: added: y\]"
+    with pytest.raises(ToolError, match=changed):
         await tools.get("python").call({"code": "y = 2\nb'\\xff'.decode('utf-8')"})

@@ -158,3 +158,14 @@ async def test_loading_a_notebook_frame_from_a_missing_file_is_left_out_and_said
     with pytest.raises(ToolError) as caught:
         await run("import pandas as pd\ntotal = pd.read_csv('total.csv')")
     assert "FileNotFoundError" in str(caught.value) and "not run" not in str(caught.value)
+
+
+async def test_an_error_names_the_line_of_the_code_it_happened_on() -> None:
+    run = _Read({})
+    with pytest.raises(ToolError) as caught:
+        await run("x = 1\ndef f():\n    return nowhere + x\n\ny = f()")
+    # The innermost line of the agent's code, not the call that led there.
+    assert "\n[failed at line 3: return nowhere + x]\n" in str(caught.value)
+    with pytest.raises(SyntaxError) as bad:
+        await run("x = 1\ny = (2\n")
+    assert "[failed at line 2: y = (2]" in str(bad.value)

@@ -34,6 +34,13 @@ def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
     k.shutdown()
 
 
+def function_calling(kernel: Kernel, server: FakeOpenAI) -> None:
+    """``df`` defined, code approved, the model served by ``server`` with function calling."""
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+
+
 def python_turns(tmp_path: Path, code: str, name: str = "turns") -> Path:
     """A replay: one ``python`` action running ``code``, then an answer."""
     call = json.dumps({"name": "python", "parameters": {"code": code}})
@@ -81,10 +88,8 @@ def test_a_data_question_answered_without_looking_is_asked_again_with_code(
     kernel: Kernel,
 ) -> None:
     """Function calling: a guess about `df` is dropped and the turn must call `python`."""
-    kernel.python(DF)
-    kernel.python("%approvals auto")
     with FakeOpenAI() as server:
-        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+        function_calling(kernel, server)
         server.add(text_reply("The total of b is 42."))  # a guess: no code ran
         server.tool_calls([("c1", "python", json.dumps({"code": "int(df['b'].sum())"}))])
         server.add(text_reply("The total of b is 30."))
@@ -107,11 +112,10 @@ def test_a_data_question_answered_without_looking_is_asked_again_with_code(
 
 def test_a_data_answer_after_a_failed_look_is_asked_again_with_code(kernel: Kernel) -> None:
     """The code failed and the model answered anyway: one more turn, `python` required."""
-    kernel.python(DF)
-    kernel.python("%approvals auto")
     with FakeOpenAI() as server:
-        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+        function_calling(kernel, server)
         server.tool_calls([("c1", "python", json.dumps({"code": "int(df[b].sum())"}))])
+        server.add(text_reply("no fix"))  # the fix asked on its own: none given
         server.add(text_reply("The total of b is 42."))  # after a NameError: a guess
         server.tool_calls([("c2", "python", json.dumps({"code": "int(df['b'].sum())"}))])
         server.add(text_reply("The total of b is 30."))
@@ -121,12 +125,67 @@ def test_a_data_answer_after_a_failed_look_is_asked_again_with_code(kernel: Kern
     assert [b.get("tool_choice") for b in bodies] == [
         None,
         None,
+        None,
         {"type": "function", "function": {"name": "python"}},
         None,
     ]
     # The forced turn answers the same messages the guess did: the failed result.
-    assert bodies[2]["messages"] == bodies[1]["messages"]
+    assert bodies[3]["messages"] == bodies[2]["messages"]
     assert "The total of b is 30." in asked.result_data()["text/plain"]
+
+
+def test_failed_code_gets_a_fix_asked_of_the_model_on_its_own(kernel: Kernel) -> None:
+    """The failure the model reads next carries the fix a short, separate request wrote."""
+    with FakeOpenAI() as server:
+        function_calling(kernel, server)
+        server.tool_calls([("c1", "python", json.dumps({"code": "int(df[b].sum())"}))])
+        server.add(text_reply("```python\nint(df['b'].sum())\n```"))
+        server.tool_calls([("c2", "python", json.dumps({"code": "int(df['b'].sum())"}))])
+        server.add(text_reply("The total of b is 30."))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
+    fix_request = bodies[1]
+    assert "tools" not in fix_request  # its own request: the line, the error, the frame
+    asked_for = fix_request["messages"][-1]["content"]
+    assert asked_for.startswith("df: DataFrame, columns 'a' (int64), 'b' (int64)\n")
+    assert "This line:\nint(df[b].sum())\nraised:\nNameError" in asked_for
+    # The model reads the fix beside the failure, and the run says it was asked.
+    failure = next(m for m in bodies[2]["messages"] if m["role"] == "tool")["content"]
+    assert "NameError" in failure and "```python\nint(df['b'].sum())\n```" in failure
+    assert "asked on its own for a fix" in json.dumps(asked.iopub, default=str)
+
+
+def test_a_reply_of_python_code_to_a_data_question_runs_that_code(kernel: Kernel) -> None:
+    """Asked about the data, the model replied with the code only: that code is the call."""
+    with FakeOpenAI() as server:
+        function_calling(kernel, server)
+        # Not about the notebook's data: code written for the user is an answer.
+        server.add(text_reply("```python\nprint('hello')\n```"))
+        written = kernel.run("Write the code that prints hello.")
+        server.add(text_reply("```python\nint(df['b'].sum())\n```"))
+        server.add(text_reply("The total of b is 30."))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
+    result = next(m for m in bodies[2]["messages"] if m["role"] == "tool")["content"]
+    assert "returned: 30" in result
+    assert written.status == "ok", written.reply["content"]
+    assert "print('hello')" in written.result_data()["text/plain"]
+    assert len(bodies) == 3  # the code written for the user was not run
+
+
+def test_no_fix_is_asked_of_a_recorded_transcript(kernel: Kernel, tmp_path: Path) -> None:
+    """A replay's every request takes a recorded turn: none is spent on a fix."""
+    kernel.python(DF)
+    kernel.python("%approvals auto")
+    kernel.python(f"%model replay:{python_turns(tmp_path, 'int(df[b].sum())')}")
+    result = kernel.run("total of b")
+    assert result.status == "ok", result.reply["content"]
+    assert "done" in result.result_data()["text/plain"]
+    assert "asked on its own for a fix" not in json.dumps(result.iopub, default=str)
 
 
 def test_deny_refuses_and_nothing_runs(kernel: Kernel, tmp_path: Path) -> None:

@@ -225,3 +225,42 @@ def test_text_call_hold_under_any_chunking(
         assert passed == shown and rest == ""  # the calls and what follows them are held
     else:
         assert passed + rest == content  # nothing is lost, nothing doubled
+
+
+CODE_CASES = [
+    # A reply that is only fenced Python is the call, when the runtime names the tool.
+    ("```python\nn = len(df)\nn\n```", "n = len(df)\nn"),
+    ("\n```py\nprint(1)\n```\n", "print(1)"),
+    # Anything else stays text: prose around it, code that does not parse, no code.
+    ("Here is the code:\n```python\nprint(1)\n```", None),
+    ("```python\nprint(1)\n```\nIt prints 1.", None),
+    ("```python\nprint(1\n```", None),
+    ("```python\n```", None),
+    ("```\nprint(1)\n```", None),
+]
+
+
+@pytest.mark.parametrize(("content", "code"), CODE_CASES)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=8))
+def test_a_reply_of_python_code_calls_the_code_tool(
+    content: str, code: str | None, cuts: list[int]
+) -> None:
+    hold = TextCallHold(["python"], code_tool="python")
+    passed, done = "", 0
+    for cut in [*sorted({c for c in cuts if c < len(content)}), len(content)]:
+        passed += hold.release(content[done:cut])
+        done = cut
+    calls, rest = hold.finish()
+    if code is None:
+        assert calls == [] and passed + rest == content  # nothing lost, nothing doubled
+    else:
+        assert passed.strip() == "" and rest == ""
+        assert [(c.name, json.loads(c.arguments)) for c in calls] == [("python", {"code": code})]
+
+
+def test_without_a_code_tool_python_code_is_an_answer() -> None:
+    hold = TextCallHold(["python"])
+    content = "```python\nprint(1)\n```"
+    passed = hold.release(content)
+    calls, rest = hold.finish()
+    assert calls == [] and passed + rest == content
