@@ -157,6 +157,25 @@ def test_failed_code_gets_a_fix_asked_of_the_model_on_its_own(kernel: Kernel) ->
     assert "asked on its own for a fix" in json.dumps(asked.iopub, default=str)
 
 
+def test_in_xml_too_the_failure_carries_the_fix(kernel: Kernel) -> None:
+    """The protocol text reads its results in a user message: the fix is there too."""
+    call = json.dumps({"name": "python", "parameters": {"code": "int(df[b].sum())"}})
+    with FakeOpenAI() as server:
+        kernel.python(DF)
+        kernel.python("%approvals auto")
+        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol xml")
+        server.add(text_reply(f'<action type="tool" id="p1">{call}</action>'))
+        server.add(text_reply("```python\nint(df['b'].sum())\n```"))
+        server.add(text_reply("<response>I could not compute it.</response>"))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert len(bodies) == 3
+    results = json.dumps(bodies[2]["messages"])
+    assert "[failed at line 1: int(df[b].sum())]" in results
+    assert "int(df['b'].sum())" in results and "not run; call it if it is right" in results
+
+
 def test_a_reply_of_python_code_to_a_data_question_runs_that_code(kernel: Kernel) -> None:
     """Asked about the data, the model replied with the code only: that code is the call."""
     with FakeOpenAI() as server:
