@@ -23,7 +23,7 @@ from typing import Any
 from ..exceptions import ConfigError
 from ..protocol.models import Action
 from ..runtime.ports import CompletionRequest, ExecutionContext, Executor, Message, Model
-from ..runtime.run_events import Usage
+from ..runtime.side_requests import complete_text
 
 __all__ = ["LLMExecutor"]
 
@@ -106,43 +106,7 @@ class LLMExecutor(Executor):
             body.get("model") if isinstance(body.get("model"), str) else None, context
         )
         request = CompletionRequest(messages=messages)
-        parts: list[str] = []
-        if context.budget is None:
-            async with model.stream(request) as completion:
-                async for chunk in completion:
-                    parts.append(chunk)
-            return "".join(parts)
-        grant = await context.budget.reserve_tokens(
-            _prompt_tokens(model, messages), _own_cap(model)
-        )
-        if grant.cap is not None:
-            request.options["max_tokens"] = grant.cap
-        usage = Usage()
-        try:
-            async with model.stream(request) as completion:
-                try:
-                    async for chunk in completion:
-                        parts.append(chunk)
-                finally:
-                    usage = completion.usage  # what was read, when cut short
-            usage = completion.usage  # final figures once the stream is closed
-        finally:
-            # Reached a limit? The run ends there; this call's text is still its result.
-            grant.settle(usage)
-        return "".join(parts)
-
-
-def _prompt_tokens(model: Model, messages: list[Message]) -> int:
-    """The prompt's tokens: the model's own count, else about 4 characters a token."""
-    count = getattr(model, "count_tokens", None)
-    if callable(count):
-        try:
-            counted = int(count(messages=messages))
-        except Exception:  # an estimate only: never fail the call over it
-            counted = 0
-        if counted > 0:
-            return counted
-    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+        return await complete_text(model, request, context.budget, _own_cap(model))
 
 
 def _own_cap(model: Model) -> int | None:

@@ -25,7 +25,7 @@ from .code_writes import code_names
 from .limits import Budget
 from .nodes import ActionNode, NodeState
 from .ports import CompletionRequest, Message, Model
-from .run_events import Usage
+from .side_requests import complete_text
 
 __all__: list[str] = []  # used by the loop and the notebook's python tool
 
@@ -131,19 +131,11 @@ async def suggest_fix(
     cause = _LINE_NOTE.sub("", error).split("\n[notebook changes:")[0].strip()
     messages = fix_messages(line, cause, namespace)
     request = CompletionRequest(messages=messages, options={"max_tokens": FIX_TOKENS})
-    grant = await budget.reserve_tokens(_approximate_tokens(messages), FIX_TOKENS)
-    parts: list[str] = []
-    usage = Usage()
     try:
-        async with model.stream(request) as completion:
-            async for chunk in completion:
-                parts.append(chunk)
-        usage = completion.usage
+        reply = await complete_text(model, request, budget, FIX_TOKENS)
     except Exception:  # a fix is a help, never a failure of the run
         return None
-    finally:
-        grant.settle(usage)
-    return fixed_code("".join(parts), code, line)
+    return fixed_code(reply, code, line)
 
 
 def failed_code(nodes: Iterable[ActionNode], tool: str) -> Iterator[tuple[ActionNode, str]]:
@@ -174,7 +166,3 @@ def with_fix(error: str, fix: str | None) -> str:
         f"{error}\nA corrected version, written from this error (not run; call it if it "
         f"is right):\n```python\n{fix}\n```"
     )
-
-
-def _approximate_tokens(messages: list[Message]) -> int:
-    return sum(len(str(message.get("content") or "")) for message in messages) // 4 + 1
