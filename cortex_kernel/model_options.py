@@ -44,9 +44,11 @@ ProtocolName = Literal["xml", "tools"]
 #: Every :data:`ProtocolName`, the default first.
 PROTOCOLS: tuple[ProtocolName, ...] = get_args(ProtocolName)
 Constrain = Literal["auto", "grammar", "off"]
+CodeFirst = Literal["auto", "on", "off"]
 _CHOICES: dict[str, list[str]] = {
     "protocol": list(PROTOCOLS),
     "constrain": list(get_args(Constrain)),
+    "code_first": list(get_args(CodeFirst)),
 }
 
 
@@ -97,6 +99,11 @@ class ModelOptions(BaseModel):
         protocol-text turns to a server detected to take one (llama.cpp's
         server, llama-cpp-python's); ``grammar``: to any server; ``off``:
         never. A server that refuses it is asked again without it.
+    code_first
+        ``auto`` (default): in either protocol, a question about the
+        notebook's data first asks a model on this machine (a loopback
+        ``api_base``) for the code alone, in a short request of its own;
+        ``on``: any model; ``off``: never (docs/runtime.md).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -132,6 +139,12 @@ class ModelOptions(BaseModel):
         default=None,
         description="auto (grammar-constrained decoding on servers that take a GBNF grammar), "
         "grammar (always send it) or off (the default)",
+    )
+
+    code_first: CodeFirst | None = Field(
+        default=None,
+        description="auto (a data question's code asked for alone first, from a model on "
+        "this machine; the default), on (any model) or off",
     )
 
     @field_validator("api_base")

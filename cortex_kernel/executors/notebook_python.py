@@ -535,11 +535,12 @@ def _skip_missing_loads(
 
     Small models open their code with ``sales = pd.read_csv("sales.csv")``
     for a DataFrame ``sales`` already in memory, and after the
-    ``FileNotFoundError`` answer with the code instead of running it. Such
+    ``FileNotFoundError`` answer with the code instead of running it; or
+    ``customers = pd.read_csv('path_to_customers.csv')``, a placeholder. Such
     a top-level line — a pandas reader of a literal path that does not
-    exist, bound to the name the path's stem gives, a DataFrame of the
-    notebook — is left out, and said so (one line each, for the model and
-    for the code the ledger keeps). A file that exists is read as written.
+    exist, bound to the name of a DataFrame of the notebook — is left out,
+    and said so (one line each, for the model and for the code the ledger
+    keeps): it could only fail. A file that exists is read as written.
 
     Returns
     -------
@@ -580,7 +581,7 @@ def _missing_load(statement: ast.stmt, namespace: Mapping[str, Any]) -> str | No
     ):
         return None
     name = target.id
-    if PurePath(path.value).stem != name or os.path.exists(path.value):
+    if os.path.exists(path.value):
         return None
     return name if _columns(namespace.get(name)) is not None else None
 

@@ -329,6 +329,76 @@ def code_call(text: str, tool: str) -> ToolCall | None:
     )
 
 
+#: The opening fence of a code block and its language (``python``, ``bash``, none…).
+_FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n", re.MULTILINE)
+_PYTHON = ("", "python", "py", "python3")
+#: The stop sequence of a request for code alone: a block's closing fence
+#: (an opening one names its language, so it does not match).
+CODE_REPLY_STOP = "\n```\n"
+#: Its closing fence: ``` alone at the start of a line.
+_FENCE_CLOSE = re.compile(r"^[ \t]*```", re.MULTILINE)
+
+
+class CodeReply:
+    """Reads a reply asked to be code: its first fenced block of Python, once it closes.
+
+    For a turn that asks the model for the code of a data question alone
+    (``CompletionRequest.code_reply``): the code is a call of that tool the
+    moment its closing fence arrives, so it runs while the reply would go
+    on explaining it (that explanation is never read). A block in another
+    language, or whose code does not parse, is passed over for the next one.
+    """
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self._text = ""
+        self._from = 0  # where the next block is looked for
+
+    def feed(self, text: str) -> ToolCall | None:
+        """The call, when ``text`` (the stream's next chunk) closes a block of code."""
+        self._text += text
+        while True:
+            opened = _FENCE_OPEN.search(self._text, self._from)
+            if opened is None:
+                return None
+            closed = _FENCE_CLOSE.search(self._text, opened.end())
+            if closed is None:
+                return None
+            code = self._text[opened.end() : closed.start()]
+            self._from = closed.end()
+            if opened.group(1).lower() not in _PYTHON:
+                continue
+            try:
+                ast.parse(code)
+            except SyntaxError:
+                continue
+            if code.strip():
+                return self._call(code)
+
+    def finish(self) -> ToolCall | None:
+        """At the stream's end: the call of a Python block still open, if its code parses.
+
+        The request's stop sequence (:data:`CODE_REPLY_STOP`) ends the reply
+        before the block's closing fence.
+        """
+        opened = _FENCE_OPEN.search(self._text, self._from)
+        if opened is None or opened.group(1).lower() not in _PYTHON:
+            return None
+        code = self._text[opened.end() :]
+        try:
+            ast.parse(code)
+        except SyntaxError:
+            return None
+        return self._call(code) if code.strip() else None
+
+    def _call(self, code: str) -> ToolCall:
+        return ToolCall(
+            id=f"call_text_{next(_TEXT_CALLS)}",
+            name=self.tool,
+            arguments=json.dumps({"code": code.rstrip()}, ensure_ascii=False),
+        )
+
+
 class TextCallHold:
     """Decides, as a tools-protocol answer streams, which text can be shown now.
 

@@ -85,7 +85,7 @@ import anyio
 
 from ..exceptions import ConfigError
 from ..redaction import Redactor, redact, secret_values
-from ..runtime.ports import Completion, CompletionRequest, Model, protocol_named
+from ..runtime.ports import Completion, CompletionRequest, Model, ToolCall, protocol_named
 from ..runtime.run_events import Usage
 from ..runtime.tool_calls import tool_calls_to_protocol
 from .constrain import (
@@ -96,7 +96,13 @@ from .constrain import (
     supports_grammar,
 )
 from .errors import MalformedStream, Phase, is_retryable, map_error, retry_after_seconds
-from .function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
+from .function_calling import (
+    CODE_REPLY_STOP,
+    CodeReply,
+    TextCallHold,
+    ToolCallAccumulator,
+    tools_for_provider,
+)
 from .sse import SSEEvents, sse_response
 
 __all__ = ["LiteLLMModel", "load_litellm", "text_tokens"]
@@ -246,12 +252,16 @@ class LiteLLMModel(Model):
         ``auto`` (default), ``grammar`` or ``off``: whether protocol-text
         turns carry the protocol's GBNF grammar (``auto``: only to a server
         detected to take one; see :mod:`cortex_kernel.llm.constrain`).
+    code_first
+        ``auto`` (default), ``on`` or ``off``: whether the model answers
+        requests for code alone (:attr:`Model.code_replies`; ``auto``: a
+        server on this machine, where small models run).
     **options
         Passed to ``litellm.acompletion`` on every request (``temperature``,
         ``max_tokens``, ``extra_headers``…); a request's ``options`` win.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - each model option is a keyword, as in ModelOptions
         self,
         name: str,
         *,
@@ -265,6 +275,7 @@ class LiteLLMModel(Model):
         max_retry_after: float = 60.0,
         protocol: str = "xml",
         constrain: str | None = None,
+        code_first: str | None = None,
         **options: Any,
     ) -> None:
         if not name or not name.strip():
@@ -288,6 +299,12 @@ class LiteLLMModel(Model):
         self.api_base = api_base
         self.api_key = api_key
         self.local = self._local_endpoint()
+        if code_first not in (None, "auto", "on", "off"):
+            raise ConfigError(
+                f"Model options: code_first must be auto, on or off, not {code_first!r} "
+                "(--code-first)."
+            )
+        self.code_replies = code_first == "on" or (code_first in (None, "auto") and self.local)
         self.timeout = float(timeout)
         if first_token_timeout is None:
             first_token_timeout = (
@@ -393,7 +410,14 @@ class LiteLLMModel(Model):
             # llama.cpp, vLLM, Ollama on this machine take any key; litellm
             # insists on one, so the user need not invent it.
             kwargs["api_key"] = "no-key-needed"
-        if request.tools and "tools" in (request.protocol, self.protocol):
+        # A request for code alone offers no tools (see CompletionRequest.code_reply),
+        # and ends at the code's closing fence: llama-cpp-python's server goes on
+        # generating for a client that closed the stream, which then slowed the
+        # next turn to a crawl on two cores (measured: under 1 token/s).
+        offers = "tools" in (request.protocol, self.protocol) and not request.code_reply
+        if request.code_reply:
+            kwargs["stop"] = [CODE_REPLY_STOP]
+        if request.tools and offers:
             kwargs["tools"] = tools_for_provider(request.tools)
             # litellm 1.106 routes any call with tools through its MCP gateway
             # check, which imports the optional `mcp` package and fails
@@ -531,6 +555,9 @@ class LiteLLMCompletion(Completion):
         names = [t.get("function", t).get("name", "") for t in request.tools or []]
         code_tool = request.code_tool if request.code_tool in names else None
         self._hold = TextCallHold(names, code_tool=code_tool)
+        reply = request.code_reply
+        self._code = CodeReply(reply) if reply is not None and reply in names else None
+        self._coded = False  # the reply's code was made a call
         self._closed = False
         self._opened = False
         self._started = 0.0
@@ -604,7 +631,12 @@ class LiteLLMCompletion(Completion):
                         if text:
                             self._parts.append(text)
                             self._chars += len(text)
-                            if not self._text_calls_possible():
+                            if self._code is not None:
+                                if not self._coded and (call := self._code.feed(text)):
+                                    # The code is complete: it runs now, while
+                                    # the server ends the reply (see request_kwargs).
+                                    yield self._code_call(call)
+                            elif not self._text_calls_possible():
                                 yield text
                             elif shown := self._hold.release(text):
                                 yield shown
@@ -658,6 +690,13 @@ class LiteLLMCompletion(Completion):
             open_calls = self._tools.rest()
             self.tool_calls = self._tools.calls()
             return tool_calls_to_protocol(open_calls, self.request.tools) if open_calls else ""
+        if self._code is not None:
+            # The transcript keeps the reply; the history, the call alone.
+            self.written = self.content
+            if self._coded:
+                return ""
+            call = self._code.finish()  # a block the stop sequence cut before its fence
+            return self._code_call(call) if call is not None else ""
         if not self._text_calls_possible():
             return ""
         # A server that returned its model's calls as text (see block_tool_calls).
@@ -669,6 +708,17 @@ class LiteLLMCompletion(Completion):
         # transcript keeps what the model wrote.
         self.written = self.content
         return tool_calls_to_protocol(self.tool_calls, self.request.tools)
+
+    def _code_call(self, call: ToolCall) -> str:
+        """The protocol text of the call a reply of code makes.
+
+        With function calling it is the turn's native call; in protocol text
+        the action is the turn's text, as if the model had written it.
+        """
+        self._coded = True
+        if self.request.protocol == "tools":
+            self.tool_calls = [call]
+        return tool_calls_to_protocol([call], self.request.tools)
 
     def _text_calls_possible(self) -> bool:
         return bool(self.request.tools) and self.request.protocol == "tools" and not self._tools

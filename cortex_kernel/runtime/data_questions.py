@@ -22,6 +22,11 @@ answers, retries or calls something else as it sees fit. A model that
 calls the tool unasked is never forced, so its own way of writing a call
 is kept. Before any of that, a reply that is only Python code, in a run
 whose message names such data, is that tool's call (:func:`code_tool`).
+
+First of all, for a model that takes such a request (a small local one by
+default), the run's first turn asks for the code alone, in a short request
+of its own (:func:`code_first`, :func:`code_request`): the code its reply
+holds is that tool's first call.
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ from typing import Any
 
 from .grounding import figures
 from .nodes import ActionNode, NodeState
+from .ports import FeedSlot, Message
 from .tools import Tool
+
+#: The feed that says what the notebook holds (``jupyter.notebook_vars``).
+VARIABLES_FEED = "notebook_variables"
 
 __all__: list[str] = []  # used by the loop only
 
@@ -108,6 +117,52 @@ def code_tool(
     if tool is None or _looked(nodes, tool) or not data_names(message, namespace):
         return None
     return tool
+
+
+def code_first(
+    message: str, tools: Iterable[Tool], namespace: Mapping[str, Any] | None
+) -> str | None:
+    """The tool whose code a run asks for on its own first, when ``message`` is about data.
+
+    When ``message`` names data of the notebook (:func:`data_names`) and a
+    tool runs code on the notebook's variables, the run's first turn is a
+    short request of its own (:func:`code_request`): no agent prompt, no
+    tools, no conversation, only the variables the notebook holds and the
+    question, and the code the reply holds is that tool's call. Qwen2.5-Coder-1.5B
+    wrote the right pandas for questions it got wrong with the agent's
+    prompt and tools around them (docs/eval.md). The run goes on as usual:
+    the model reads the code's results and answers, or runs more code.
+    """
+    tool = next((t.name for t in tools if t.reads_notebook), None)
+    if tool is None or not data_names(message, namespace):
+        return None
+    return tool
+
+
+#: The system prompt of :func:`code_request`.
+CODE_SYSTEM = (
+    "You write Python (pandas) code that answers a question about DataFrames already in memory."
+)
+
+
+def code_request(message: str, feeds: Iterable[FeedSlot]) -> list[Message]:
+    """The messages of a run's request for the code of a data question (:func:`code_first`).
+
+    The ``notebook_variables`` feed (what the notebook holds: names, types,
+    columns), then the question, then what to write: the code, computing
+    the answer from the data and printing it.
+    """
+    parts = [
+        slot.text.strip()
+        for slot in feeds
+        if slot.id == VARIABLES_FEED and slot.error is None and slot.text.strip()
+    ]
+    parts.append(f"Question: {message}")
+    parts.append("Write the code only: it computes the answer from the data and prints it.")
+    return [
+        {"role": "system", "content": CODE_SYSTEM},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
 
 
 def ran_on_data(messages: Iterable[Mapping[str, Any]], tool: str) -> bool:

@@ -47,7 +47,13 @@ from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
 from .answer import fill_answer, ground_answer
 from .code_fixes import FIXES_PER_RUN, failed_code, fix_warning, suggest_fix
-from .data_questions import asked_again_message, code_tool, tool_to_look
+from .data_questions import (
+    asked_again_message,
+    code_first,
+    code_request,
+    code_tool,
+    tool_to_look,
+)
 from .drift import (
     ECHOED_FEEDS_WARNING,
     IMAGINED_RESULT_WARNING,
@@ -401,6 +407,16 @@ class Run:
     async def _next_turn(self, opening: list[Message], *, repair: bool) -> Turn:
         """Stream the next turn; once a run, again when it answered data without looking."""
         self._turn += 1
+        tool = self._code_first() if self._turn == 1 and not repair else None
+        if tool is not None:
+            # A data question: its code is asked for on its own first.
+            turn = await self._stream_turn(self._turn, opening, code_reply=tool)
+            if turn.error is not None or turn.actions or turn.tool_calls or self.budget.over():
+                return turn
+            # The model wrote no code: the turn is dropped, the usual one follows.
+            assert self.scheduler is not None
+            self.scheduler.end_turn()
+            self._turn += 1
         turn = await self._stream_turn(self._turn, opening, repair=repair)
         if turn.error is not None or self._turn >= self.limits.max_turns or self.budget.over():
             return turn
@@ -415,6 +431,16 @@ class Run:
         self.scheduler.end_turn()
         self._turn += 1
         return await self._stream_turn(self._turn, opening, required_tool=tool)
+
+    def _code_first(self) -> str | None:
+        """The tool whose code a data question asks for on its own, before the usual turn.
+
+        See :func:`~.data_questions.code_first`; only for a model that reads
+        such a request (:attr:`Model.code_replies`).
+        """
+        if not self.model.code_replies:
+            return None
+        return code_first(self.message, self.context.tools, self.context.variables.namespace)
 
     def _unlooked(self, turn: Turn) -> str | None:
         """The tool to require when ``turn`` answers a data question that no look backs.
@@ -560,7 +586,11 @@ class Run:
         return dropped
 
     def _request(
-        self, opening: list[Message], *, required_tool: str | None = None
+        self,
+        opening: list[Message],
+        *,
+        required_tool: str | None = None,
+        code_reply: str | None = None,
     ) -> CompletionRequest:
         config, tools = self.config, self.context.tools
         context = PromptContext(
@@ -576,6 +606,13 @@ class Run:
             protocol=config.protocol,
             message=self.message,
         )
+        if code_reply is not None:
+            return CompletionRequest(
+                messages=code_request(self.message, context.feeds),
+                tools=with_output_key(tools.openai_schemas()),
+                protocol=config.protocol,
+                code_reply=code_reply,
+            )
         system = config.prompt.system_prompt(context)
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += self.prior + self.messages + opening
@@ -644,6 +681,7 @@ class Run:
         *,
         repair: bool = False,
         required_tool: str | None = None,
+        code_reply: str | None = None,
     ) -> Turn:
         assert self.scheduler is not None
         turn = Turn(number)
@@ -675,7 +713,7 @@ class Run:
         notices: list[str] = []
         try:
             await self.feeds.refresh()
-            request = self._request(opening, required_tool=required_tool)
+            request = self._request(opening, required_tool=required_tool, code_reply=code_reply)
             # The views say how long a prompt the model is reading before its
             # first token (tens of seconds on a CPU).
             start(await self._prompt_tokens(request))

@@ -145,6 +145,11 @@ class CompletionRequest(BaseModel):
     #: with that code (function calling, a data question not yet looked at:
     #: :mod:`cortex_kernel.runtime.data_questions`); other requests ignore it.
     code_tool: str | None = None
+    #: A turn that asks for code alone (:mod:`cortex_kernel.runtime.data_questions`):
+    #: the adapter sends no tools and stops the reply at a closing fence, and
+    #: the reply's first fenced block of Python is a call of this tool, made
+    #: the moment the block closes. ``tools`` still lists the schemas.
+    code_reply: str | None = None
 
 
 class Completion(ABC):
@@ -202,6 +207,9 @@ class Model(ABC):
     #: turns (a fix of failed code, :mod:`.code_fixes`). ``False`` for a
     #: recorded transcript: such a request would take a recorded turn.
     answers_aside: bool = True
+    #: Whether the model reads :attr:`CompletionRequest.code_reply` (the
+    #: runtime then asks a data question's code on its own first).
+    code_replies: bool = False
 
     @abstractmethod
     def stream(self, request: CompletionRequest) -> Completion:

@@ -292,34 +292,42 @@ def test_mistakes_fail_each_for_its_reason(tmp_path: Path) -> None:
     assert "unmarked answers 1" in again.stdout
 
 
+def answer_from_result(body: dict[str, Any]) -> Reply:
+    """The model's answer: the first line of the tool result it was sent."""
+    result = conversation(body["messages"])[-1]  # before the feeds message
+    assert result["role"] == "tool"
+    return text_reply(f"The North region has {result['content'].splitlines()[0]} orders.")
+
+
+def count_north(server: FakeOpenAI, tmp_path: Path, *flags: str) -> tuple[Any, list[Any]]:
+    """`count-north` through the eval CLI against ``server``: its report and the requests."""
+    out = tmp_path / "out"
+    result = eval_cli(
+        "--model",
+        "openai/x",
+        "--api-base",
+        server.api_base,
+        "--protocol",
+        "tools",
+        *flags,
+        "--task",
+        "count-north",
+        "--out",
+        str(out),
+    )
+    requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    [task] = report_of(out)["tasks"]
+    return task, requests
+
+
 def test_one_task_through_litellm_in_function_calling(tmp_path: Path) -> None:
     """The model is shown the DataFrames as the kernel shows them, and answers from the result."""
-
-    def answer(body: dict[str, Any]) -> Reply:
-        result = conversation(body["messages"])[-1]  # before the feeds message
-        assert result["role"] == "tool"
-        return text_reply(f"The North region has {result['content'].splitlines()[0]} orders.")
-
     with FakeOpenAI() as server:
         code = REFERENCE["count-north"][0]
         server.tool_calls([("c1", "python", json.dumps({"code": code}))])
-        server.add(Reply(compute=answer))
-        out = tmp_path / "out"
-        result = eval_cli(
-            "--model",
-            "openai/x",
-            "--api-base",
-            server.api_base,
-            "--protocol",
-            "tools",
-            "--task",
-            "count-north",
-            "--out",
-            str(out),
-        )
-        requests = list(server.requests)
-    assert result.returncode == 0, result.stderr
-    [task] = report_of(out)["tasks"]
+        server.add(Reply(compute=answer_from_result))
+        task, requests = count_north(server, tmp_path, "--code-first", "off")
     assert task["correct"] and task["code_runs"] == 1 and task["unverified"] == 0
     first = requests[0].body
     assert [t["function"]["name"] for t in first["tools"]] == ["python"]
@@ -328,3 +336,19 @@ def test_one_task_through_litellm_in_function_calling(tmp_path: Path) -> None:
     assert "sales: DataFrame" in shown and "unit_price" in shown and "customers: DataFrame" in shown
     assert "Nantes" not in shown
     assert first["temperature"] == 0
+
+
+def test_a_local_model_is_asked_for_the_code_alone_and_never_shown_values(tmp_path: Path) -> None:
+    """Code first (a loopback server): the columns and the question, no value of the data."""
+    with FakeOpenAI() as server:
+        code = REFERENCE["count-north"][0]
+        server.add(text_reply(f"```python\n{code}\n```\nThis counts them."))
+        server.add(Reply(compute=answer_from_result))
+        task, requests = count_north(server, tmp_path)
+    assert task["correct"] and task["code_runs"] == 1 and task["unverified"] == 0
+    first = requests[0].body
+    assert "tools" not in first and len(requests) == 2
+    shown = json.dumps(first["messages"])
+    assert "sales: DataFrame" in shown and "unit_price" in shown
+    assert "Question: How many orders in `sales` are from the North region?" in shown
+    assert "Nantes" not in shown  # a value of `customers`: never sent

@@ -34,11 +34,93 @@ def kernel(cortex_kernelspec: str) -> Iterator[Kernel]:
     k.shutdown()
 
 
-def function_calling(kernel: Kernel, server: FakeOpenAI) -> None:
-    """``df`` defined, code approved, the model served by ``server`` with function calling."""
+def function_calling(kernel: Kernel, server: FakeOpenAI, code_first: str = "off") -> None:
+    """``df`` defined, code approved, the model served by ``server`` with function calling.
+
+    A data question's code is not asked for alone first unless ``code_first`` says so.
+    """
     kernel.python(DF)
     kernel.python("%approvals auto")
-    kernel.python(f"%model openai/local --api-base {server.api_base} --protocol tools")
+    kernel.python(
+        f"%model openai/local --api-base {server.api_base} --protocol tools "
+        f"--code-first {code_first}"
+    )
+
+
+def test_a_data_question_asks_a_local_model_for_its_code_alone_first(kernel: Kernel) -> None:
+    """No tools, no agent prompt: the notebook's variables and the question; the code runs."""
+    with FakeOpenAI() as server:
+        function_calling(kernel, server, code_first="auto")  # a loopback server: on
+        server.add(text_reply("Sure:\n```python\nprint(int(df['b'].sum()))\n```\nIt prints."))
+        server.add(text_reply("The total of b is 30."))
+        server.add(text_reply("A p-value is a probability."))
+        asked = kernel.run("What is the total of column b in df?")
+        other = kernel.run("What is a p-value?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok" and other.status == "ok", asked.reply["content"]
+    first = bodies[0]
+    assert "tools" not in first and first["stop"] == ["\n```\n"]
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    asked_for = first["messages"][1]["content"]
+    assert "df: DataFrame (shape (2, 2), columns ['a']: int64, ['b']: int64)" in asked_for
+    assert "Question: What is the total of column b in df?" in asked_for
+    # The code ran as the python call; the next turn (the agent's prompt and
+    # tools) reads that call and its output, never the explanation after it.
+    assert "tools" in bodies[1]
+    call = next(m for m in bodies[1]["messages"] if m.get("tool_calls"))["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"code": "print(int(df['b'].sum()))"}
+    result = next(m for m in bodies[1]["messages"] if m["role"] == "tool")["content"]
+    assert "30" in result and "It prints" not in json.dumps(bodies[1]["messages"])
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
+    # The code is shown in the view like any call's.
+    final = asked.of_type("update_display_data")[-1]["content"]["data"]["text/plain"]
+    assert "print(int(df['b'].sum()))" in final
+    # A question naming no data is asked as usual.
+    assert "tools" in bodies[2] and len(bodies) == 3
+
+
+def test_in_xml_the_code_asked_for_alone_is_the_turns_action(kernel: Kernel) -> None:
+    """Protocol text: the call is written into the conversation as the model's own action."""
+    with FakeOpenAI() as server:
+        kernel.python(DF)
+        kernel.python("%approvals auto")
+        kernel.python(
+            f"%model openai/local --api-base {server.api_base} --protocol xml "
+            "--constrain grammar --code-first auto"
+        )
+        server.add(text_reply("```python\nprint(int(df['b'].sum()))\n```\nIt prints."))
+        server.add(text_reply("<response>The total of b is 30.</response>"))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
+    # The request for code carries no grammar; the agent's next turn does.
+    assert "grammar" not in bodies[0] and "grammar" in bodies[1]
+    assistant = next(m for m in bodies[1]["messages"] if m["role"] == "assistant")
+    assert '<action type="tool"' in assistant["content"] and "It prints" not in assistant["content"]
+    assert (
+        "print(int(df['b'].sum()))"
+        in json.loads(assistant["content"].split(">", 1)[1].rsplit("</action>", 1)[0])[
+            "parameters"
+        ]["code"]
+    )
+    results = json.dumps(bodies[1]["messages"])
+    assert "<action_result" in results and "30" in results
+
+
+def test_no_code_in_the_reply_asks_the_usual_turn(kernel: Kernel) -> None:
+    """A reply to the request for code that holds none is dropped; the agent's turn follows."""
+    with FakeOpenAI() as server:
+        function_calling(kernel, server, code_first="on")
+        server.add(text_reply("I would need to see the data."))
+        server.tool_calls([("c1", "python", json.dumps({"code": "int(df['b'].sum())"}))])
+        server.add(text_reply("The total of b is 30."))
+        asked = kernel.run("What is the total of column b in df?")
+        bodies = [r.body for r in server.requests]
+    assert asked.status == "ok", asked.reply["content"]
+    assert "tools" not in bodies[0] and "tools" in bodies[1] and len(bodies) == 3
+    assert "need to see" not in json.dumps(bodies[1]["messages"])
+    assert "The total of b is 30." in asked.result_data()["text/plain"]
 
 
 def python_turns(tmp_path: Path, code: str, name: str = "turns") -> Path:

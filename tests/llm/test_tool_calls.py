@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_kernel.llm.function_calling import TextCallHold, ToolCallAccumulator, tools_for_provider
+from cortex_kernel.llm.function_calling import (
+    CodeReply,
+    TextCallHold,
+    ToolCallAccumulator,
+    tools_for_provider,
+)
 from cortex_kernel.llm.replay import ReplayModel
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.protocol.parser_events import ActionErrorEvent, ActionParsed
@@ -256,6 +261,48 @@ def test_a_reply_of_python_code_calls_the_code_tool(
     else:
         assert passed.strip() == "" and rest == ""
         assert [(c.name, json.loads(c.arguments)) for c in calls] == [("python", {"code": code})]
+
+
+#: (a reply to a request for code alone, the code its call runs or None, where the call is made)
+CODE_REPLIES = [
+    # The explanation after the block is never needed: the call is made at the fence.
+    ("Sure:\n```python\nx = 1\nprint(x)\n```\nThis prints one.", "x = 1\nprint(x)", "fence"),
+    # Cut by the request's stop sequence before its closing fence.
+    ("```python\nprint(len(df))", "print(len(df))", "end"),
+    # Another language, and code that does not parse, are passed over.
+    ("```bash\nls\n```\n```python\nprint(2)\n```", "print(2)", "fence"),
+    ("```python\nprint((1)\n```\n```\nprint(3)\n```", "print(3)", "fence"),
+    ("```bash\nls", None, None),
+    ("The answer is 42.", None, None),
+    ("```python\n```", None, None),
+]
+
+
+@pytest.mark.parametrize(("content", "code", "when"), CODE_REPLIES)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=8))
+def test_a_reply_asked_to_be_code_calls_the_tool_once_its_block_closes(
+    content: str, code: str | None, when: str | None, cuts: list[int]
+) -> None:
+    reply = CodeReply("python")
+    calls, done, made_at = [], 0, None
+    for cut in [*sorted({c for c in cuts if c < len(content)}), len(content)]:
+        call = reply.feed(content[done:cut])
+        if call is not None:
+            calls.append(call)
+            made_at = made_at or cut
+        done = cut
+    if not calls and (call := reply.finish()) is not None:
+        calls.append(call)
+        made_at = "end"
+    if code is None:
+        assert calls == []
+        return
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("python", {"code": code})]
+    if when == "fence":  # made as soon as the chunk holding the closing fence came
+        fence = content.index("```", content.index(code) + len(code))
+        assert made_at == min(c for c in [*cuts, len(content)] if c >= fence + 3)
+    else:
+        assert made_at == "end"
 
 
 def test_without_a_code_tool_python_code_is_an_answer() -> None:
