@@ -245,7 +245,9 @@ def test_in_xml_too_the_failure_carries_the_fix(kernel: Kernel) -> None:
     with FakeOpenAI() as server:
         kernel.python(DF)
         kernel.python("%approvals auto")
-        kernel.python(f"%model openai/local --api-base {server.api_base} --protocol xml")
+        kernel.python(
+            f"%model openai/local --api-base {server.api_base} --protocol xml --code-first off"
+        )
         server.add(text_reply(f'<action type="tool" id="p1">{call}</action>'))
         server.add(text_reply("```python\nint(df['b'].sum())\n```"))
         server.add(text_reply("<response>I could not compute it.</response>"))
