@@ -51,6 +51,11 @@ __all__: list[str] = []  # used by the loop only
 _NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)(?![\w(])")
 
 
+def notebook_tool(tools: Iterable[Tool]) -> str | None:
+    """The first tool that runs code on the notebook's variables (:attr:`Tool.reads_notebook`)."""
+    return next((t.name for t in tools if t.reads_notebook), None)
+
+
 def data_names(message: str, namespace: Mapping[str, Any] | None) -> list[str]:
     """The variables of ``namespace`` holding data that ``message`` names, in order.
 
@@ -86,7 +91,7 @@ def tool_to_look(
     ``answer`` states figures or shows code, unless a call of that tool
     among the run's ``nodes`` succeeded. ``None``: the answer stands.
     """
-    tool = next((t.name for t in tools if t.reads_notebook), None)
+    tool = notebook_tool(tools)
     if tool is None or _looked(nodes, tool):
         return None
     if data_names(message, namespace):
@@ -113,7 +118,7 @@ def code_tool(
     ("now write it as a function") is not such a run: code written for the
     user stays an answer.
     """
-    tool = next((t.name for t in tools if t.reads_notebook), None)
+    tool = notebook_tool(tools)
     if tool is None or _looked(nodes, tool) or not data_names(message, namespace):
         return None
     return tool
@@ -133,7 +138,7 @@ def code_first(
     prompt and tools around them (docs/eval.md). The run goes on as usual:
     the model reads the code's results and answers, or runs more code.
     """
-    tool = next((t.name for t in tools if t.reads_notebook), None)
+    tool = notebook_tool(tools)
     if tool is None or not data_names(message, namespace):
         return None
     return tool

@@ -52,6 +52,7 @@ from .data_questions import (
     code_first,
     code_request,
     code_tool,
+    notebook_tool,
     tool_to_look,
 )
 from .drift import (
@@ -481,7 +482,7 @@ class Run:
         Asked of the model as separate requests (:mod:`.code_fixes`), at most
         :data:`~.code_fixes.FIXES_PER_RUN` a run, never twice for the same code.
         """
-        tool = next((t.name for t in self.context.tools if t.reads_notebook), None)
+        tool = notebook_tool(self.context.tools)
         if tool is None or not self.model.answers_aside:
             return {}
         assert self.scheduler is not None
