@@ -32,7 +32,10 @@ What the grammar allows (a strict subset of what the parser accepts)
   a final response; it may also end after any element. No final response
   comes after an ``async`` action in the same turn: it would be written
   before that result (a small model guesses the figures there); the turn
-  ends, and the next one opens with the result. At most ``max_elements``
+  ends, and the next one opens with the result. A progress note there is
+  the turn's last element: after one, a small model wrote the same calls
+  again, note after note, or a ``sync`` call of anything to end its turn.
+  At most ``max_elements``
   thoughts, actions and progress responses come before the last element
   (default :data:`DEFAULT_MAX_ELEMENTS`): an end to a model that repeats an
   action until ``max_tokens``. The grammar cannot stop a model from writing
@@ -663,7 +666,8 @@ def _turn(compiler: _Compiler, levels: int) -> None:
 
     ``s{k}``: between elements; ``t{k}``: the rest of a thought. ``w{k}`` and
     ``u{k}``: the same once an ``async`` action (``act``) was written, when
-    no final response may come: it would be written before that result.
+    no final response may come (it would be written before that result) and
+    a progress note ends the turn.
     ``act-faf`` is a ``fire_and_forget`` action, ``act-sync`` a ``sync`` one
     (the turn ends there).
     """
@@ -683,8 +687,7 @@ def _turn(compiler: _Compiler, levels: int) -> None:
             f'"</thought>" {ws} s{k}? | act {ttext} u{j} | act-faf {ttext} t{j} | act-sync'
         )
         compiler.rules[f"w{k}"] = (
-            f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? '
-            f"| {progress} {ws} w{j}? | act-sync"
+            f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? | {progress} {ws} | act-sync'
         )
         compiler.rules[f"u{k}"] = (
             f'"</thought>" {ws} w{k}? | (act | act-faf) {ttext} u{j} | act-sync'

@@ -138,7 +138,6 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
         "\n<thought>Plan: a < b, and <b>bold is text.\n"
         + action(CALL, full)
         + "\nthen</thought>\n"
-        + '<response final="false">Working on it…</response>\n'
         + action(CALL, 'type="tool" mode="fire_and_forget"')
         + action('{"prompt": "Say $pop", "system": "short"}', 'type="llm" mode="async" id="l"')
         + '<response final="false">It is $pop.\n\n| a | b |</response>\n'
@@ -166,6 +165,15 @@ def test_no_final_response_in_the_turn_that_started_an_async_action() -> None:
     # The turn ends (the results open the next one), or goes on with more work.
     assert accepts(matcher, started)
     assert accepts(matcher, started + '<response final="false">Looking it up…</response>')
+    # A progress note ends it: Qwen2.5-Coder-1.5B went on to write the same
+    # calls again, note after note, or a sync call of anything to end the turn.
+    assert not accepts(
+        matcher, started + '<response final="false">Looking it up…</response>' + started
+    )
+    assert not accepts(
+        matcher,
+        started + '<response final="false">…</response><response final="false">…</response>',
+    )
     assert accepts(matcher, started + "<thought>and Lyon " + action(CALL))
     assert accepts(matcher, started + action(CALL))
     # An action whose result is never reported does not hold the answer back.
