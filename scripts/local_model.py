@@ -68,16 +68,16 @@ def say(message: str) -> None:
 def run(command: list[str], what: str, log: Path | None = None) -> None:
     """Run ``command``; on failure raise with the log's tail."""
     if log is None:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        output = result.stdout + result.stderr
+        captured = subprocess.run(command, capture_output=True, text=True, check=False)
+        code, output = captured.returncode, captured.stdout + captured.stderr
     else:
         with log.open("w") as sink:
-            result = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False)
+            code = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT).returncode
         output = log.read_text(errors="replace")
-    if result.returncode != 0:
+    if code != 0:
         tail = "\n".join(output.splitlines()[-15:])
         where = f" (full log: {log})" if log else ""
-        raise SetupError(f"{what} failed with exit code {result.returncode}{where}:\n{tail}")
+        raise SetupError(f"{what} failed with exit code {code}{where}:\n{tail}")
 
 
 # -- the server's virtual environment ------------------------------------------

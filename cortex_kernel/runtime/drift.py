@@ -27,6 +27,14 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   turn counts as one without an answer, so rule 6 applies. The same holds
   for text that opens by repeating the context feeds message the turn was
   sent (:func:`echoed_feeds`).
+- **An answer that cannot stand as written** (rule 8): a final response
+  that calls a tool in its text (``$to_fahrenheit($t)``,
+  :func:`tools_called_in`), or that states a figure found in none of the
+  run's results while the run did look data up, gets one check turn
+  (:func:`tool_in_answer_message`, :func:`figure_check_message`) that
+  says what is wrong; the next final response is the answer, checked or
+  not. A small model adds up or multiplies what it looked up in its head,
+  and gets it wrong.
 - **Stuck** (rule 7): the same failing action — same type and same body — a
   third time in one run ends it with status ``stuck`` (:class:`RepeatedFailures`).
 """
@@ -104,6 +112,37 @@ def repair_message(protocol: str) -> str:
     return (
         "You have not given a final answer yet. Write it now, inside "
         "<response>...</response>, using the results above."
+    )
+
+
+def figure_check_message(protocol: str, figures: list[str]) -> str:
+    """The user message of the check turn: the figures no result gives (rule 8)."""
+    named = ", ".join(figures)
+    it = "it" if len(figures) == 1 else "them"
+    tool = "a function" if protocol == "tools" else "a tool action"
+    return (
+        f"Your answer states {named}, which no result of this run gives. If you "
+        f"worked {it} out yourself, compute {it} with {tool} instead, or correct "
+        f"the answer; then write the final answer again."
+    )
+
+
+def tools_called_in(answer: str, tools: list[str]) -> list[str]:
+    """The tools ``answer`` calls in its text, ``$name(…)`` (rule 8), in order."""
+    if "$" not in answer or not tools:
+        return []
+    names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
+    found = re.findall(rf"\$\{{?\s*({names})\s*\(", answer)
+    return list(dict.fromkeys(found))
+
+
+def tool_in_answer_message(protocol: str, tools: list[str]) -> str:
+    """The user message of the check turn: the answer calls tools in its text (rule 8)."""
+    named = ", ".join(tools)
+    how = "with a function call" if protocol == "tools" else "in a tool action"
+    return (
+        f"Your answer calls {named} in its text, where nothing runs. Call {named} "
+        f"{how} first; then write the final answer with the result."
     )
 
 

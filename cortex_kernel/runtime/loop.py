@@ -61,9 +61,12 @@ from .drift import (
     RETRYABLE_STATES,
     RepeatedFailures,
     echoed_feeds,
+    figure_check_message,
     imagined_result,
     provisional_answer,
     repair_message,
+    tool_in_answer_message,
+    tools_called_in,
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import with_message
@@ -340,6 +343,7 @@ class Run:
         last_progress = ""
         repair = False  # the next turn is the one repair turn (no final answer yet)
         repaired = False
+        checked = False  # the one check turn of an answer (rule 8) was used
         while True:
             exceeded = (
                 f"turn limit reached: {self.limits.max_turns} turns (limits.max_turns)"
@@ -364,11 +368,12 @@ class Run:
             if thought:
                 self.last_thought = thought
             if turn.final is not None and turn.final.strip():
-                await scheduler.wait_all()
-                exceeded = self.budget.over()  # spent by the actions just awaited
-                if exceeded:
-                    return "limit", exceeded, last_progress
-                return self._answer(turn.final)
+                ended, check = await self._settle(turn, last_progress, check=not checked)
+                if check is None:
+                    return ended
+                checked = True
+                opening = [{"role": "user", "content": check}]
+                continue
             if turn.cut_by is not None:
                 await scheduler.wait([turn.cut_by])
             elif scheduler.pending:
@@ -535,6 +540,47 @@ class Run:
         if missing:
             return "incomplete", "answer incomplete: " + ", ".join(missing), answer
         return "ok", "", answer
+
+    async def _settle(
+        self, turn: Turn, last_progress: str, *, check: bool
+    ) -> tuple[tuple[RunStatus, str, str], str | None]:
+        """The run's end after a final response, or the check turn's message (rule 8)."""
+        assert self.scheduler is not None and turn.final is not None
+        await self.scheduler.wait_all()
+        exceeded = self.budget.over()  # spent by the actions just awaited
+        if exceeded:
+            return ("limit", exceeded, last_progress), None
+        ended = self._answer(turn.final)
+        return ended, self._answer_check(ended, turn.number) if check else None
+
+    def _answer_check(self, ended: tuple[RunStatus, str, str], turn: int) -> str | None:
+        """The check turn's message when the answer cannot stand as written (rule 8).
+
+        It calls a tool in its text (``$to_fahrenheit($t)``), or states
+        figures no result gives in a run that looked data up (the answer
+        mixes results with figures of the model's own: a sum, a
+        conversion); a figure from general knowledge in a run that looked
+        nothing up is marked, not questioned. Only with a turn left.
+        """
+        status, _, answer = ended
+        assert self.scheduler is not None
+        if status not in ("ok", "incomplete") or self._turn >= self.limits.max_turns:
+            return None
+        written = self._final[0] if self._final is not None else ""
+        called = tools_called_in(written, [tool.name for tool in self.context.tools])
+        if called:
+            said = f"the answer calls {', '.join(called)} in its text: asked to call it first"
+            message = tool_in_answer_message(self.config.protocol, called)
+        else:
+            looked_up = any(n.state is NodeState.SUCCEEDED for n in self.scheduler.nodes.values())
+            report = self._ground(answer) if looked_up and status == "ok" else None
+            if report is None or not report.unverified:
+                return None
+            figures = list(dict.fromkeys(f.text for f in report.unverified))[:3]
+            said = f"the answer states {', '.join(figures)}, which no result gives: asked to check"
+            message = figure_check_message(self.config.protocol, figures)
+        self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn, message=said))
+        return message
 
     def _ground(self, answer: str) -> GroundingReport | None:
         """Check the figures of the final ``answer`` against what the run saw.

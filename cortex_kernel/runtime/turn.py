@@ -50,6 +50,8 @@ class Turn:
     limit: str | None = None
     error: str | None = None
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
+    notes: list[tuple[int, int]] = field(default_factory=list)  # progress notes' markup spans
+    response_start: int = 0
     thought: list[str] = field(default_factory=list)
 
 
@@ -189,6 +191,7 @@ class TurnReader:
         turn = self.turn
         turn.in_response = True
         turn.response_is_final = event.final
+        turn.response_start = event.span[0]
         turn.response = []
 
     async def _response_end(self, event: pe.ResponseEnd) -> None:
@@ -198,6 +201,7 @@ class TurnReader:
             turn.final = text
         else:
             turn.progress = text
+            turn.notes.append((turn.response_start, event.span[1]))
         turn.in_response = False
 
 

@@ -37,15 +37,21 @@ _STATUS: dict[NodeState, ResultStatus] = {
 
 
 def turn_assistant_message(turn: Turn) -> Message:
-    """The assistant message of ``turn``: its text, and its native calls once."""
+    """The assistant message of ``turn``: its text without progress notes, its native calls once.
+
+    A progress note is written before the results it speaks of arrive, so
+    any figure in it is a guess; kept in the conversation, the next turn
+    copied it into the answer as if a tool had given it
+    (docs/runtime.md#progress-notes). The note still reaches the user.
+    """
     content = turn.text
-    if turn.tool_calls:
-        # The adapter wrote each native call as protocol text too; the
-        # provider gets the calls back as ``tool_calls``, so keep them once.
-        spans = [turn.spans.get(call_action_id(call.id)) for call in turn.tool_calls]
-        for start, end in sorted((s for s in spans if s is not None), reverse=True):
-            if end <= len(content):
-                content = content[:start] + content[end:]
+    # The adapter wrote each native call as protocol text too; the provider
+    # gets the calls back as ``tool_calls``, so keep them once.
+    calls = [turn.spans.get(call_action_id(call.id)) for call in turn.tool_calls]
+    cuts = [span for span in calls if span is not None] + turn.notes
+    for start, end in sorted(cuts, reverse=True):
+        if end <= len(content):
+            content = content[:start] + content[end:]
     return assistant_message(content, turn.tool_calls)
 
 

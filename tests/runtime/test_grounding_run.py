@@ -74,9 +74,9 @@ def finished(result: Any) -> Any:
 async def test_an_invented_total_is_reported_unverified_and_the_run_stays_ok(
     tmp_path: Path,
 ) -> None:
-    model = ScriptedModel(
-        [lookups(), "<response>The four cities have 7,174,195 inhabitants in all.</response>"]
-    )
+    invented = "<response>The four cities have 7,174,195 inhabitants in all.</response>"
+    # Asked once to check the figure (rule 8), the model writes it again.
+    model = ScriptedModel([lookups(), invented, invented])
     s = session(model, tmp_path)
     result = await s.run(QUESTION)
     assert result.status == "ok"  # honest status: the answer is marked, not failed

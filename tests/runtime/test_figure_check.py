@@ -1,0 +1,150 @@
+"""One check turn for an answer that cannot stand as written (docs/runtime.md#how-a-run-ends).
+
+A small model adds up what it looked up in its head and gets it wrong. Through
+the kernel's composition (``agent.build_session`` with a replay model): the
+real parser, scheduler, tool executor and grounding check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cortex_kernel.agent import build_session
+from cortex_kernel.runtime.limits import Limits
+from cortex_kernel.runtime.run_result import RunResult
+from tests.replays import write_turns
+
+pytestmark = pytest.mark.anyio
+
+POPULATIONS = {"Nice": 348_085, "Lille": 236_710}
+
+
+def population(city: str) -> int:
+    """Population of a city."""
+    return POPULATIONS[city]
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def call(id_: str, name: str, parameters: str, mode: str = "async") -> str:
+    return (
+        f'<action type="tool" mode="{mode}" id="{id_}" output_key="{id_}">'
+        f'{{"name": "{name}", "parameters": {parameters}}}</action>'
+    )
+
+
+LOOKUPS = call("nice", "population", '{"city": "Nice"}') + call(
+    "lille", "population", '{"city": "Lille"}'
+)
+
+
+async def run(tmp_path: Path, *turns: str, limits: Limits | None = None) -> tuple[RunResult, Any]:
+    path = write_turns(tmp_path / "turns.jsonl", *turns)
+    session = build_session(
+        model=f"replay:{path}", namespace={}, transcript_dir=tmp_path, limits=limits
+    )
+    session.tools.register(population, name="population")
+    session.tools.register(add, name="add")
+    try:
+        result = await session.run("What is the total population of Nice and Lille?")
+        history = session.history()
+    finally:
+        await session.aclose()
+    return result, history
+
+
+def asked(history: list[dict[str, Any]]) -> list[str]:
+    """The check turns' messages the model was sent."""
+    return [
+        str(m["content"])
+        for m in history
+        if m["role"] == "user" and "no result of this run gives" in str(m["content"])
+    ]
+
+
+def checks(result: RunResult) -> list[str]:
+    return [e.message for e in result.events if e.type == "warning" and "asked to" in e.message]
+
+
+async def test_a_sum_worked_out_wrong_is_checked_once_and_computed(tmp_path: Path) -> None:
+    result, history = await run(
+        tmp_path,
+        LOOKUPS,
+        "<response>Together they have 584,895 people.</response>",
+        call("total", "add", '{"a": "$nice", "b": "$lille"}', mode="sync"),
+        "<response>Together they have $total people.</response>",
+    )
+    assert result.status == "ok"
+    assert result.answer == "Together they have 584795 people."
+    assert result.grounding is not None and not result.grounding.unverified
+    (message,) = asked(history)
+    assert "584,895" in message and "tool action" in message
+    assert len(checks(result)) == 1
+
+
+async def test_a_grounded_answer_ends_the_run(tmp_path: Path) -> None:
+    result, history = await run(
+        tmp_path, LOOKUPS, "<response>Together they have 584,795 people.</response>"
+    )
+    assert result.status == "ok" and result.answer == "Together they have 584,795 people."
+    assert not asked(history) and not checks(result)
+
+
+async def test_the_answer_after_the_check_stands_even_when_still_unverified(
+    tmp_path: Path,
+) -> None:
+    result, history = await run(
+        tmp_path,
+        LOOKUPS,
+        "<response>Together they have 584,895 people.</response>",
+        "<response>I checked: together they have 584,895 people.</response>",
+    )
+    assert result.status == "ok"
+    assert result.answer == "I checked: together they have 584,895 people."
+    assert len(asked(history)) == 1
+    # Still marked for the user: the check does not vouch for the figure.
+    assert result.grounding is not None
+    assert [f.text for f in result.grounding.unverified] == ["584,895"]
+
+
+async def test_no_check_when_nothing_was_looked_up(tmp_path: Path) -> None:
+    result, history = await run(tmp_path, "<response>Nice has about 340,000 people.</response>")
+    assert result.status == "ok" and result.answer == "Nice has about 340,000 people."
+    assert not asked(history) and not checks(result)
+
+
+async def test_no_check_on_the_last_turn(tmp_path: Path) -> None:
+    result, history = await run(
+        tmp_path,
+        LOOKUPS,
+        "<response>Together they have 584,895 people.</response>",
+        limits=Limits(max_turns=2),
+    )
+    assert result.status == "ok" and "584,895" in result.answer
+    assert not asked(history)
+
+
+async def test_a_tool_called_in_the_answer_is_asked_for_as_an_action(tmp_path: Path) -> None:
+    # Nothing runs in an answer's text: "$add($nice, $lille)" would be shown as written.
+    result, history = await run(
+        tmp_path,
+        LOOKUPS,
+        "<response>Together they have $add($nice, $lille) people.</response>",
+        call("total", "add", '{"a": "$nice", "b": "$lille"}', mode="sync"),
+        "<response>Together they have $total people.</response>",
+    )
+    assert result.status == "ok"
+    assert result.answer == "Together they have 584795 people."
+    (message,) = [
+        str(m["content"])
+        for m in history
+        if m["role"] == "user" and "in its text" in str(m["content"])
+    ]
+    assert message.startswith("Your answer calls add in its text") and "tool action" in message
+    assert checks(result) == ["the answer calls add in its text: asked to call it first"]
