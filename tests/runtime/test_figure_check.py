@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from cortex_kernel.agent import build_session
 from cortex_kernel.runtime.limits import Limits
 from cortex_kernel.runtime.run_result import RunResult
-from tests.replays import write_turns
+from tests.replays import replay_run
 
 pytestmark = pytest.mark.anyio
 
@@ -44,19 +43,11 @@ LOOKUPS = call("nice", "population", '{"city": "Nice"}') + call(
 )
 
 
-async def run(tmp_path: Path, *turns: str, limits: Limits | None = None) -> tuple[RunResult, Any]:
-    path = write_turns(tmp_path / "turns.jsonl", *turns)
-    session = build_session(
-        model=f"replay:{path}", namespace={}, transcript_dir=tmp_path, limits=limits
-    )
-    session.tools.register(population, name="population")
-    session.tools.register(add, name="add")
-    try:
-        result = await session.run("What is the total population of Nice and Lille?")
-        history = session.history()
-    finally:
-        await session.aclose()
-    return result, history
+async def run(
+    tmp_path: Path, *turns: str, limits: Limits | None = None
+) -> tuple[RunResult, list[dict[str, Any]]]:
+    message = "What is the total population of Nice and Lille?"
+    return await replay_run(tmp_path, turns, message, [population, add], limits)
 
 
 def asked(history: list[dict[str, Any]]) -> list[str]:
@@ -64,7 +55,7 @@ def asked(history: list[dict[str, Any]]) -> list[str]:
     return [
         str(m["content"])
         for m in history
-        if m["role"] == "user" and "no result of this run gives" in str(m["content"])
+        if m["role"] == "user" and str(m["content"]).startswith("Your answer")
     ]
 
 
@@ -72,11 +63,31 @@ def checks(result: RunResult) -> list[str]:
     return [e.message for e in result.events if e.type == "warning" and "asked to" in e.message]
 
 
-async def test_a_sum_worked_out_wrong_is_checked_once_and_computed(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("first", "told", "warned"),
+    [
+        pytest.param(
+            "Together they have 584,895 people.",
+            "Your answer states 584,895, which no result of this run gives.",
+            "the answer states 584,895, which no result gives: asked to check",
+            id="a sum worked out wrong",
+        ),
+        pytest.param(
+            # Nothing runs in an answer's text: it would be shown as written.
+            "Together they have $add($nice, $lille) people.",
+            "Your answer calls add in its text, where nothing runs.",
+            "the answer calls add in its text: asked to call it first",
+            id="a tool called in the text",
+        ),
+    ],
+)
+async def test_the_answer_is_checked_once_and_the_figure_computed(
+    tmp_path: Path, first: str, told: str, warned: str
+) -> None:
     result, history = await run(
         tmp_path,
         LOOKUPS,
-        "<response>Together they have 584,895 people.</response>",
+        f"<response>{first}</response>",
         call("total", "add", '{"a": "$nice", "b": "$lille"}', mode="sync"),
         "<response>Together they have $total people.</response>",
     )
@@ -84,8 +95,8 @@ async def test_a_sum_worked_out_wrong_is_checked_once_and_computed(tmp_path: Pat
     assert result.answer == "Together they have 584795 people."
     assert result.grounding is not None and not result.grounding.unverified
     (message,) = asked(history)
-    assert "584,895" in message and "tool action" in message
-    assert len(checks(result)) == 1
+    assert message.startswith(told) and "tool action" in message
+    assert checks(result) == [warned]
 
 
 async def test_a_grounded_answer_ends_the_run(tmp_path: Path) -> None:
@@ -128,23 +139,3 @@ async def test_no_check_on_the_last_turn(tmp_path: Path) -> None:
     )
     assert result.status == "ok" and "584,895" in result.answer
     assert not asked(history)
-
-
-async def test_a_tool_called_in_the_answer_is_asked_for_as_an_action(tmp_path: Path) -> None:
-    # Nothing runs in an answer's text: "$add($nice, $lille)" would be shown as written.
-    result, history = await run(
-        tmp_path,
-        LOOKUPS,
-        "<response>Together they have $add($nice, $lille) people.</response>",
-        call("total", "add", '{"a": "$nice", "b": "$lille"}', mode="sync"),
-        "<response>Together they have $total people.</response>",
-    )
-    assert result.status == "ok"
-    assert result.answer == "Together they have 584795 people."
-    (message,) = [
-        str(m["content"])
-        for m in history
-        if m["role"] == "user" and "in its text" in str(m["content"])
-    ]
-    assert message.startswith("Your answer calls add in its text") and "tool action" in message
-    assert checks(result) == ["the answer calls add in its text: asked to call it first"]

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_kernel.agent import build_session
-from tests.replays import write_turns
+from tests.replays import replay_run
 
 pytestmark = pytest.mark.anyio
 
@@ -32,16 +31,13 @@ NOTE = '<response final="false">Paris has about 2,200,000 people; Lyon 510,000.<
 
 
 async def test_a_progress_note_is_shown_but_left_out_of_the_next_turn(tmp_path: Path) -> None:
-    path = tmp_path / "turns.jsonl"
     first = "<thought>Both at once.</thought>" + CALLS + NOTE
-    write_turns(path, first, "<response>$paris and $lyon</response>")
-    session = build_session(model=f"replay:{path}", namespace={}, transcript_dir=tmp_path)
-    session.tools.register(population, name="population")
-    try:
-        result = await session.run("What are the populations of Paris and Lyon?")
-        history = session.history()
-    finally:
-        await session.aclose()
+    result, history = await replay_run(
+        tmp_path,
+        [first, "<response>$paris and $lyon</response>"],
+        "What are the populations of Paris and Lyon?",
+        [population],
+    )
     assert result.status == "ok"
     assert result.answer == "2102650 and 520774"
     # The user saw the note as it streamed.
