@@ -66,9 +66,14 @@ LOOK = "print(df)\nprint(df.groupby('region')['units'].sum())"
 
 
 def looked_then_answered(tmp_path: Path, answer: str) -> Path:
-    """A replay: one ``python`` action running :data:`LOOK`, then ``answer``."""
+    """A replay: one ``python`` action running :data:`LOOK`, then ``answer``.
+
+    The answer comes twice: asked to check a figure no result gives (the
+    runtime's one check turn), the model writes it again.
+    """
     call = json.dumps({"name": "python", "parameters": {"code": LOOK}})
-    turns = [f'<action type="tool" id="p1">{call}</action>', f"<response>{answer}</response>"]
+    response = f"<response>{answer}</response>"
+    turns = [f'<action type="tool" id="p1">{call}</action>', response, response]
     path = tmp_path / "looked.jsonl"
     write_turns(path, *turns)
     return path
@@ -101,3 +106,8 @@ def test_a_count_of_regions_is_checked_against_the_groups_the_agent_printed(
     assert result.result_data()["text/plain"].split("\n\n")[0] == shown
     out = kernel.python("%%python\nprint(_run.grounding.figures[0].how)")
     assert out.strip() == how
+    # An unverified figure was questioned once before the answer stood.
+    out = kernel.python(
+        "%%python\nprint(sum('asked to check' in getattr(e, 'message', '') for e in _run.events))"
+    )
+    assert out.strip() == ("1" if how == "" else "0")
