@@ -156,6 +156,10 @@ class Run:
         # The final answer as the model wrote it and how its $vars were looked
         # up: the grounding check reads the values they came from.
         self._final: tuple[str, Callable[[str], Any]] | None = None
+        # The last grounding report, by turn, answer and the text it was filled
+        # from: the check of rule 8 and the run's end ground the same answer
+        # in the same turn (a later turn may have new results).
+        self._grounded: tuple[int, str, str, GroundingReport | None] | None = None
         self._transcript_path = transcript
         self.transcript: TranscriptWriter | None = None
         if transcript is not None:
@@ -592,8 +596,10 @@ class Run:
         if self._final is None or not answer.strip():
             return None
         written, lookup = self._final
+        if self._grounded is not None and self._grounded[:3] == (self._turn, answer, written):
+            return self._grounded[3]
         try:
-            return ground_answer(
+            report = ground_answer(
                 answer,
                 written,
                 lookup,
@@ -604,7 +610,9 @@ class Run:
             )
         except Exception:
             log.exception("run %s: the grounding check failed; skipped", self.run_id)
-            return None
+            report = None
+        self._grounded = (self._turn, answer, written, report)
+        return report
 
     def _producer(self, name: str) -> ActionNode | None:
         nodes = self.scheduler.nodes if self.scheduler is not None else {}
