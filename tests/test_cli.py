@@ -78,7 +78,7 @@ def test_a_stuck_run_says_stuck_once(tmp_path: Path) -> None:
     turns = tmp_path / "stuck.jsonl"
     same = '<action type="tool" id="a">{"name": "nope", "parameters": {}}</action>'
     turns.write_text(json.dumps({"content": same}) + "\n", encoding="utf-8")
-    turns.write_text(turns.read_text(encoding="utf-8") * 3, encoding="utf-8")
+    turns.write_text(turns.read_text(encoding="utf-8") * 4, encoding="utf-8")  # told once to stop
     result = cli("run", "hi", "--model", f"replay:{turns}")
     assert result.returncode == 1
     assert "cortex-kernel run: stuck: the same failing " in result.stderr

@@ -115,6 +115,31 @@ def repair_message(protocol: str) -> str:
     )
 
 
+#: How much of the user's message a note after failed actions restates.
+_RESTATED_CHARS = 600
+
+
+def nothing_worked_message(message: str) -> str:
+    """The line after the results of a turn none of whose actions worked.
+
+    With only errors to read, a small model answered about the failure (of
+    a call it had made up) rather than the user's question.
+    """
+    text = " ".join(message.split())
+    if len(text) > _RESTATED_CHARS:
+        text = text[: _RESTATED_CHARS - 1] + "…"
+    return f"The user's message, which you are answering: {text}"
+
+
+def stuck_message(protocol: str, stuck: str) -> str:
+    """The user message of the last turn of a run that repeated a failing action (rule 7)."""
+    where = "in plain text" if protocol == "tools" else "inside <response>...</response>"
+    return (
+        f"Stop: {stuck}. It is not run again. Answer the user now, {where}, "
+        "with what you know and what failed."
+    )
+
+
 def figure_check_message(protocol: str, figures: list[str]) -> str:
     """The user message of the check turn: the figures no result gives (rule 8)."""
     named = ", ".join(figures)

@@ -63,8 +63,10 @@ from .drift import (
     echoed_feeds,
     figure_check_message,
     imagined_result,
+    nothing_worked_message,
     provisional_answer,
     repair_message,
+    stuck_message,
     tool_in_answer_message,
     tools_called_in,
 )
@@ -74,6 +76,7 @@ from .grounding import GroundingReport
 from .limits import Budget
 from .nodes import ActionNode, NodeState
 from .ports import CompletionRequest, ExecutionContext, ExecutorSet, Message, PromptContext
+from .references import find_references
 from .run_context import RunContext
 from .run_events import (
     AnyEvent,
@@ -139,6 +142,8 @@ class Run:
         self.last_thought = ""
         self._feeds_sent = ""  # the feeds message of the latest request (an echo is no answer)
         self._looked_again = False  # a turn was asked again to look at the data (once a run)
+        self._reported_again: set[str] = set()  # succeeded actions reported a second time
+        self._stuck_told = False  # the turn after a repeated failure was given (rule 7)
         self._fixed: set[str] = set()  # failed code a fix was asked for
         self.scheduler: Scheduler | None = None
         self.feeds = RunFeeds(
@@ -387,8 +392,9 @@ class Run:
             if exceeded:
                 return "limit", exceeded, last_progress
             stuck = self._note_failures(turn, settled)
-            if stuck is not None:
+            if stuck is not None and not self._last_chance(turn, stuck):
                 return "stuck", stuck, last_progress
+            settled = settled or self._report_again(turn)
             if not settled and not turn.errors and not scheduler.pending:
                 # Nothing to report and nothing running: the model is done.
                 answer = last_progress or self._outside_answer(turn)
@@ -404,15 +410,7 @@ class Run:
                 repair = repaired = True
                 opening = [{"role": "user", "content": repair_message(self.config.protocol)}]
                 continue
-            opening = results_messages(
-                turn,
-                settled,
-                nodes=scheduler.nodes,
-                tools=self.context.tools,
-                limits=self.limits,
-                model=self.model,
-                fixes=await self._fixes(turn, settled),
-            )
+            opening = await self._results(turn, settled, stuck)
 
     async def _next_turn(self, opening: list[Message], *, repair: bool) -> Turn:
         """Stream the next turn; once a run, again when it answered data without looking."""
@@ -513,6 +511,76 @@ class Run:
                 said = fix_warning(node.id, fix)
                 self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn.number, message=said))
         return fixes
+
+    def _last_chance(self, turn: Turn, stuck: str) -> bool:
+        """Whether a run that repeated a failing action gets one turn to answer (rule 7).
+
+        Once a run, and not on its last turn: the next turn opens with the
+        results and :func:`~.drift.stuck_message`, and an action that fails
+        the same way again ends the run ``stuck``.
+        """
+        if self._stuck_told or self._turn >= self.limits.max_turns:
+            return False
+        self._stuck_told = True
+        said = f"{stuck}: asked to answer without it"
+        self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn.number, message=said))
+        return True
+
+    async def _results(
+        self, turn: Turn, settled: list[ActionNode], stuck: str | None = None
+    ) -> list[Message]:
+        """The messages that open the next turn: the results that settled since ``turn`` began.
+
+        When none of them worked, the user's message follows them again (see
+        :func:`~.drift.nothing_worked_message`; not with function calling);
+        when one failed for the third time, :func:`~.drift.stuck_message`.
+        """
+        assert self.scheduler is not None
+        opening = results_messages(
+            turn,
+            settled,
+            nodes=self.scheduler.nodes,
+            tools=self.context.tools,
+            limits=self.limits,
+            model=self.model,
+            fixes=await self._fixes(turn, settled),
+        )
+        worked = any(node.state is NodeState.SUCCEEDED for node in settled)
+        pending = not settled and not turn.errors  # nothing settled yet: no verdict
+        # With function calling the question again made the model answer it
+        # with a made-up figure ("ACME is $120") after a failed call.
+        native = self.config.protocol == "tools"
+        if stuck is not None:
+            note = stuck_message(self.config.protocol, stuck)
+        elif worked or pending or native:
+            return opening
+        else:
+            note = nothing_worked_message(self.message)
+        last = opening[-1] if opening else None
+        if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+            return [*opening[:-1], {**last, "content": f"{last['content']}\n\n{note}"}]
+        return [*opening, {"role": "user", "content": note}]
+
+    def _report_again(self, turn: Turn) -> list[ActionNode]:
+        """Succeeded actions ``turn`` wrote again and its text does not use, to report again.
+
+        A turn that writes an action whose result it already has, and a note
+        that uses that result (``Lyon has $lyon people``), has answered; one
+        whose note does not (``still waiting for the data``) was written as if
+        the result had not come: the model gets it once more (once per action
+        in a run), rather than that note as the run's answer.
+        """
+        assert self.scheduler is not None
+        if turn.errors or self.scheduler.pending:
+            return []
+        used = {ref.name for ref in find_references((turn.progress or "") + "".join(turn.outside))}
+        again = [
+            action_id
+            for action_id, variable in turn.repeated.items()
+            if variable not in used and action_id not in self._reported_again
+        ]
+        self._reported_again.update(again)
+        return [self.scheduler.nodes[action_id] for action_id in again]
 
     def _outside_answer(self, turn: Turn) -> str:
         """The turn's text outside any element, as an answer (``""``: none)."""

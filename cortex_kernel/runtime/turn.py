@@ -51,6 +51,8 @@ class Turn:
     error: str | None = None
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # action id -> markup span
     notes: list[tuple[int, int]] = field(default_factory=list)  # progress notes' markup spans
+    # Succeeded actions written again as they were: id -> the variable of the result.
+    repeated: dict[str, str] = field(default_factory=dict)
     response_start: int = 0
     thought: list[str] = field(default_factory=list)
 
@@ -117,9 +119,9 @@ class TurnReader:
 
         Small models write the action whose result they just read once more,
         same id, same type, same body: it is that action, not a new one, so
-        its result stands, nothing runs again and the turn has no error (a
-        turn with nothing else ends the run with its progress or outside
-        text as the answer). Anything that differs stays a duplicate id.
+        its result stands, nothing runs again and the turn has no error (the
+        loop reports the result again when the turn's text does not use it).
+        Anything that differs stays a duplicate id.
         """
         assert event.id is not None
         node = self.scheduler.nodes[event.id]
@@ -132,6 +134,7 @@ class TurnReader:
         if not same:
             return None
         variable = node.action.output_key or node.id
+        self.turn.repeated[event.id] = variable
         return pe.WarningEvent(
             span=event.span,
             t=self.scheduler.clock(),

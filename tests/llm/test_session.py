@@ -408,6 +408,8 @@ async def test_a_call_to_a_function_not_given_says_to_answer_without_one(
     )
     # The transcript shows what each turn answered, as the model got it.
     turns = [r for r in _records(tmp_path) if r["type"] == "model_turn"]
+    # Nothing worked, but with function calling the question does not come
+    # again: the 1.5B model then answered it with a made-up figure.
     assert [t["opening"] for t in turns] == [
         [{"role": "user", "content": "Which expression reverses `items`?"}],
         [tool_message],

@@ -247,6 +247,30 @@ async def test_a_succeeded_action_written_again_as_it_was_is_that_action(
     assert "written again as it was: it already succeeded" in warning and "$lyon" in warning
 
 
+async def test_a_note_that_does_not_use_the_repeated_result_gets_that_result_again(
+    tmp_path: Path,
+) -> None:
+    # Qwen2.5-Coder-1.5B, asked to check a figure: the look-up it had done
+    # again, and a note written as if its result had not come. That note was
+    # the run's answer, status ok.
+    again = action("population", "async", 'id="p" output_key="lyon"', city="Lyon")
+    waiting = '<response final="false">Still waiting for the population of Lyon.</response>'
+    answer = '<response final="true">Lyon has 520,774 people.</response>'
+    result, session = await replay(tmp_path, [again, again + waiting, answer])
+    assert (result.status, result.answer) == ("ok", "Lyon has 520,774 people.")
+    assert len(of_type(result, "action_started")) == 1  # reported again, not run again
+    assert told(session).count('<action_result id="p" status="ok">520774</action_result>') == 2
+
+
+async def test_a_result_is_reported_again_once(tmp_path: Path) -> None:
+    again = action("population", "async", 'id="p" output_key="lyon"', city="Lyon")
+    waiting = '<response final="false">Still waiting.</response>'
+    result, _ = await replay(tmp_path, [again, again + waiting, again + waiting])
+    # The second time, nothing new to say: the note stands as the answer, as before.
+    assert (result.status, result.answer) == ("ok", "Still waiting.")
+    assert [e.turn for e in of_type(result, "turn_ended")] == [1, 2, 3]
+
+
 # -- rule 6: no run ends "ok" with an empty answer -------------------------------
 
 
@@ -292,23 +316,40 @@ async def test_no_answer_after_the_repair_turn(tmp_path: Path, silent: str) -> N
 @pytest.mark.parametrize(
     "turns",
     [
-        [action("population", attrs=f'id="a{i}"', city="Atlantis") for i in range(3)],
-        [action("population", attrs='id="p"', city="Atlantis")] * 3,  # same id: retries
-        [action("populaton", attrs=f'id="a{i}"', city="Lyon") for i in range(3)],
+        [action("population", attrs=f'id="a{i}"', city="Atlantis") for i in range(4)],
+        [action("population", attrs='id="p"', city="Atlantis")] * 4,  # same id: retries
+        [action("populaton", attrs=f'id="a{i}"', city="Lyon") for i in range(4)],
         ['<action type="tool" id="x">{"name": "population", "parameters": {city: Lyon</action>']
-        * 3,
+        * 4,
     ],
     ids=["failing", "same-id", "rejected", "malformed"],
 )
-async def test_the_same_failing_action_three_times_is_stuck(
+async def test_the_same_failing_action_again_after_the_last_chance_is_stuck(
     tmp_path: Path, turns: list[str]
 ) -> None:
-    result, _ = await replay(tmp_path, turns)  # a fourth turn would exhaust the replay
+    result, session = await replay(tmp_path, turns)  # a fifth turn would exhaust the replay
     assert result.status == "stuck", result.message
     assert result.message.startswith("the same failing ")  # the status says "stuck"
-    assert "written 3 times in this run" in result.message
+    assert "written 4 times in this run" in result.message
     assert "last error: " in result.message
-    assert len(of_type(result, "turn_started")) == 3
+    assert len(of_type(result, "turn_started")) == 4
+    # After the third, the model was told to stop and answer, once.
+    assert told(session).count("written 3 times in this run") == 1
+    assert told(session).count("It is not run again. Answer the user now") == 1
+
+
+async def test_after_the_third_failure_the_model_may_still_answer(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B, told to use the population tool for Atlantis: the
+    # same call three times, and the run ended with no answer at all.
+    failing = action("population", attrs='id="p"', city="Atlantis")
+    answer = "<response>I could not find the population of Atlantis: no data.</response>"
+    result, _ = await replay(tmp_path, [failing, failing, failing, answer])
+    assert (result.status, result.answer) == (
+        "ok",
+        "I could not find the population of Atlantis: no data.",
+    )
+    [warning] = [e.message for e in of_type(result, "warning") if "asked to answer" in e.message]
+    assert warning.startswith("the same failing tool action was written 3 times")
 
 
 async def test_different_failures_are_not_stuck(tmp_path: Path) -> None:
@@ -323,3 +364,33 @@ async def test_different_failures_are_not_stuck(tmp_path: Path) -> None:
         ],
     )
     assert (result.status, result.answer) == ("ok", "348085")
+
+
+# -- after a turn where nothing worked, the user's message again -------------------
+
+
+async def test_after_a_turn_where_nothing_worked_the_question_comes_again(
+    tmp_path: Path,
+) -> None:
+    # Qwen2.5-Coder-1.5B, asked which Python expression reverses a list: a
+    # stock price look-up it made up, then an answer about the failed look-up.
+    asked = "Which Python expression returns the list `items` reversed?"
+    failing = action("population", city="Atlantis")
+    result, session = await replay(
+        tmp_path, [failing, "<response>items[::-1]</response>"], message=asked
+    )
+    assert (result.status, result.answer) == ("ok", "items[::-1]")
+    opening = told(session)
+    assert 'status="error">KeyError' in opening
+    restated = f"The user's message, which you are answering: {asked}"
+    assert opening.endswith(f"</action_result>\n\n{restated}")
+
+
+async def test_a_turn_where_something_worked_gets_its_results_alone(tmp_path: Path) -> None:
+    both = action("population", "async", 'id="a"', city="Atlantis") + action(
+        "population", "async", 'id="b"', city="Lyon"
+    )
+    result, session = await replay(tmp_path, [both, "<response>Lyon: 520774</response>"])
+    assert result.status == "ok"
+    assert 'id="a" status="error"' in told(session) and 'id="b" status="ok"' in told(session)
+    assert "which you are answering" not in told(session)
