@@ -58,7 +58,8 @@ def fill_answer(
     Returns
     -------
     tuple[str, list[str]]
-        The answer, and ``"$name (reason)"`` for each reference left as a placeholder.
+        The answer, and ``"$name (reason)"`` for each reference left as a
+        placeholder or as written (a path its variable does not have).
     """
     missing: list[str] = []
 
@@ -70,7 +71,9 @@ def fill_answer(
             missing.append(f"${name} ({reason})")
             return Placeholder(name, reason)
 
-    return interpolate_text(text, lenient), missing
+    # A path the variable does not have (``$t.fahrenheit`` of a number) is
+    # left as written, and unresolved all the same.
+    return interpolate_text(text, lenient, missing), missing
 
 
 def ground_answer(

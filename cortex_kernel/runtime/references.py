@@ -250,11 +250,15 @@ def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
     return value
 
 
-def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
+def interpolate_text(
+    text: str, lookup: Callable[[str], Any], unresolved: list[str] | None = None
+) -> str:
     """Fill the references of prose (a final response) as text, leniently.
 
-    A reference that names nothing is left as written (prose such as "costs
-    $x" must not break an answer); ``$$`` becomes ``$``.
+    A reference that names nothing, or a path its variable does not have,
+    is left as written (prose such as "costs $x" must not break an answer)
+    and, with ``unresolved``, said there (``$t.f does not exist: …``); ``$$``
+    becomes ``$``.
     """
     if "$" not in text:
         return text
@@ -264,7 +268,9 @@ def interpolate_text(text: str, lookup: Callable[[str], Any]) -> str:
             return "$"
         try:
             return _as_text(_lookup_reference(_reference(match), lookup))
-        except VariableReferenceError:
+        except VariableReferenceError as error:
+            if unresolved is not None:
+                unresolved.append(str(error))
             return match.group(0)
 
     return _REFERENCE.sub(replace, text)

@@ -394,3 +394,13 @@ async def test_a_turn_where_something_worked_gets_its_results_alone(tmp_path: Pa
     assert result.status == "ok"
     assert 'id="a" status="error"' in told(session) and 'id="b" status="ok"' in told(session)
     assert "which you are answering" not in told(session)
+
+
+async def test_an_answer_with_a_path_its_variable_lacks_is_incomplete(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B wrote `$to_fahrenheit_result.fahrenheit` for a
+    # number: the reference stayed in the answer as written, status ok.
+    lookup = action("population", attrs='id="p" output_key="lyon"', city="Lyon")
+    result, _ = await replay(tmp_path, [lookup, "<response>Lyon: $lyon.total people</response>"])
+    assert result.status == "incomplete"
+    assert result.answer == "Lyon: $lyon.total people"
+    assert result.message.startswith("answer incomplete: $lyon.total does not exist: $lyon is")
