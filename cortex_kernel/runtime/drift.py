@@ -140,10 +140,20 @@ def stuck_message(protocol: str, stuck: str) -> str:
     )
 
 
-def figure_check_message(protocol: str, figures: list[str]) -> str:
-    """The user message of the check turn: the figures no result gives (rule 8)."""
+def figure_check_message(protocol: str, figures: list[str], *, failed: bool = False) -> str:
+    """The user message of the check turn: the figures no result gives (rule 8).
+
+    ``failed``: no action of the run succeeded, so the figures are the
+    model's own in place of a result it could not get.
+    """
     named = ", ".join(figures)
     it = "it" if len(figures) == 1 else "them"
+    if failed:
+        return (
+            f"Your answer states {named}, but no look-up of this run succeeded, so "
+            f"no result gives {it}. Say what failed instead of a figure of your own, "
+            f"or correct the answer; then write the final answer again."
+        )
     tool = "a function" if protocol == "tools" else "a tool action"
     return (
         f"Your answer states {named}, which no result of this run gives. If you "

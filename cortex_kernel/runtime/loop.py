@@ -629,10 +629,11 @@ class Run:
         """The check turn's message when the answer cannot stand as written (rule 8).
 
         It calls a tool in its text (``$to_fahrenheit($t)``), or states
-        figures no result gives in a run that looked data up (the answer
-        mixes results with figures of the model's own: a sum, a
-        conversion); a figure from general knowledge in a run that looked
-        nothing up is marked, not questioned. Only with a turn left.
+        figures no result gives in a run that tried to look data up (the
+        answer mixes results with figures of the model's own: a sum, a
+        conversion; or, its look-ups failed, gives a figure of its own); a
+        figure from general knowledge in a run that looked nothing up is
+        marked, not questioned. Only with a turn left.
         """
         status, _, answer = ended
         assert self.scheduler is not None
@@ -644,13 +645,16 @@ class Run:
             said = f"the answer calls {', '.join(called)} in its text: asked to call it first"
             message = tool_in_answer_message(self.config.protocol, called)
         else:
-            looked_up = any(n.state is NodeState.SUCCEEDED for n in self.scheduler.nodes.values())
-            report = self._ground(answer) if looked_up and status == "ok" else None
+            # A run that tried to look something up: a figure none of its
+            # results gives was worked out, or made up after a failed look-up.
+            tried = bool(self.scheduler.nodes)
+            report = self._ground(answer) if tried and status == "ok" else None
             if report is None or not report.unverified:
                 return None
             figures = list(dict.fromkeys(f.text for f in report.unverified))[:3]
             said = f"the answer states {', '.join(figures)}, which no result gives: asked to check"
-            message = figure_check_message(self.config.protocol, figures)
+            failed = not any(n.state is NodeState.SUCCEEDED for n in self.scheduler.nodes.values())
+            message = figure_check_message(self.config.protocol, figures, failed=failed)
         self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn, message=said))
         return message
 

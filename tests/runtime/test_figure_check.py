@@ -139,3 +139,21 @@ async def test_no_check_on_the_last_turn(tmp_path: Path) -> None:
     )
     assert result.status == "ok" and "584,895" in result.answer
     assert not asked(history)
+
+
+async def test_a_figure_given_after_a_failed_look_up_is_checked(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B in the kernel: the population tool had no Bordeaux,
+    # and the answer gave a figure of its own, status ok (marked unverified).
+    result, history = await run(
+        tmp_path,
+        call("b", "population", '{"city": "Bordeaux"}', mode="sync"),
+        "<response>The population of Bordeaux is 312,740.</response>",
+        "<response>I could not find the population of Bordeaux: no data.</response>",
+    )
+    assert result.status == "ok"
+    assert result.answer == "I could not find the population of Bordeaux: no data."
+    (message,) = asked(history)
+    assert message.startswith(
+        "Your answer states 312,740, but no look-up of this run succeeded, so no result gives it."
+    )
+    assert checks(result) == ["the answer states 312,740, which no result gives: asked to check"]
