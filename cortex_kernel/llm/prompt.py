@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..redaction import redact
+from ..runtime.drift import restated_message
 from ..runtime.ports import PromptContext
 from .grammar import INTERNAL_PARAMETERS
 
@@ -272,23 +273,6 @@ def _action_types(context: PromptContext) -> str:
     return "\nTypes and their JSON:\n" + "\n".join(lines) + "\n"
 
 
-#: How much of the user's message the feeds message restates.
-_RESTATED_CHARS = 600
-
-
-def _restated(message: str) -> str:
-    """The user's message again, after the feeds: what a small model reads last.
-
-    The feeds message comes after the conversation (for the prefix cache);
-    with it last, a 1.5B model answered about the first DataFrame the feed
-    listed instead of the one the user named.
-    """
-    text = " ".join(message.split())
-    if len(text) > _RESTATED_CHARS:
-        text = text[: _RESTATED_CHARS - 1] + "…"
-    return f"The user's message, which you are answering: {text}\n"
-
-
 class ProtocolPrompt:
     """The prompt of every turn. The system prompt: the protocol lesson, the
     worked example, the agent's agents, relics and workflows, the internal
@@ -386,5 +370,5 @@ class ProtocolPrompt:
             body = _FEED_END.sub(r"<\\/feed", body)
             blocks.append(f"<feed id={json.dumps(slot.id)}>\n{body}\n</feed>\n")
         if context.message.strip():
-            blocks.append(_restated(context.message))
+            blocks.append(restated_message(context.message) + "\n")
         return redact("\n".join(blocks))

@@ -115,15 +115,17 @@ def repair_message(protocol: str) -> str:
     )
 
 
-#: How much of the user's message a note after failed actions restates.
+#: How much of the user's message a restatement repeats.
 _RESTATED_CHARS = 600
 
 
-def nothing_worked_message(message: str) -> str:
-    """The line after the results of a turn none of whose actions worked.
+def restated_message(message: str) -> str:
+    """The user's message again, for a small model to read last.
 
-    With only errors to read, a small model answered about the failure (of
-    a call it had made up) rather than the user's question.
+    After the feeds (a 1.5B model answered about the first DataFrame the
+    feed listed instead of the one the user named), and after the results
+    of a turn none of whose actions worked (with only errors to read, it
+    answered about the failure of a call it had made up).
     """
     text = " ".join(message.split())
     if len(text) > _RESTATED_CHARS:

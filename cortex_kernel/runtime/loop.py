@@ -63,9 +63,9 @@ from .drift import (
     echoed_feeds,
     figure_check_message,
     imagined_result,
-    nothing_worked_message,
     provisional_answer,
     repair_message,
+    restated_message,
     stuck_message,
     tool_in_answer_message,
     tools_called_in,
@@ -532,7 +532,7 @@ class Run:
         """The messages that open the next turn: the results that settled since ``turn`` began.
 
         When none of them worked, the user's message follows them again (see
-        :func:`~.drift.nothing_worked_message`; not with function calling);
+        :func:`~.drift.restated_message`; not with function calling);
         when one failed for the third time, :func:`~.drift.stuck_message`.
         """
         assert self.scheduler is not None
@@ -555,7 +555,7 @@ class Run:
         elif worked or pending or native:
             return opening
         else:
-            note = nothing_worked_message(self.message)
+            note = restated_message(self.message)
         last = opening[-1] if opening else None
         if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
             return [*opening[:-1], {**last, "content": f"{last['content']}\n\n{note}"}]
