@@ -143,7 +143,7 @@ class Run:
         self._feeds_sent = ""  # the feeds message of the latest request (an echo is no answer)
         self._looked_again = False  # a turn was asked again to look at the data (once a run)
         self._reported_again: set[str] = set()  # succeeded actions reported a second time
-        self._stuck_told = False  # the turn after a repeated failure was given (rule 7)
+        self._stuck: str | None = None  # why the run was told to answer without an action (rule 7)
         self._fixed: set[str] = set()  # failed code a fix was asked for
         self.scheduler: Scheduler | None = None
         self.feeds = RunFeeds(
@@ -317,7 +317,7 @@ class Run:
             message += "; could not be stopped and may still run: " + ", ".join(unstopped)
         answer, message = self.redactor.text(answer), self.redactor.text(message)
         usage = self.budget.usage.model_copy(update={"seconds": self.clock()})
-        grounding = self._ground(answer) if status in ("ok", "incomplete") else None
+        grounding = self._ground(answer) if status in ("ok", "incomplete", "stuck") else None
         self.emit(
             RunFinished(
                 t=self.clock(),
@@ -519,9 +519,9 @@ class Run:
         results and :func:`~.drift.stuck_message`, and an action that fails
         the same way again ends the run ``stuck``.
         """
-        if self._stuck_told or self._turn >= self.limits.max_turns:
+        if self._stuck is not None or self._turn >= self.limits.max_turns:
             return False
-        self._stuck_told = True
+        self._stuck = stuck
         said = f"{stuck}: asked to answer without it"
         self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn.number, message=said))
         return True
@@ -623,7 +623,24 @@ class Run:
         if exceeded:
             return ("limit", exceeded, last_progress), None
         ended = self._answer(turn.final)
-        return ended, self._answer_check(ended, turn.number) if check else None
+        asked = self._answer_check(ended, turn.number) if check else None
+        return (self._guessed_after_stuck(ended) if asked is None else ended), asked
+
+    def _guessed_after_stuck(self, ended: tuple[RunStatus, str, str]) -> tuple[RunStatus, str, str]:
+        """``stuck`` for an answer that, told to do without the failing action, states figures.
+
+        The turn after a repeated failure (rule 7) is for an answer that did
+        not need it, or says what failed; a figure there that no result gives
+        stands in for the result the run could not get (a 1.5B model gave a
+        region's revenue after its code failed three times).
+        """
+        status, _, answer = ended
+        if self._stuck is None or status != "ok":
+            return ended
+        report = self._ground(answer)
+        if report is None or not report.unverified:
+            return ended
+        return "stuck", f"{self._stuck}; the answer after it states figures no result gives", answer
 
     def _answer_check(self, ended: tuple[RunStatus, str, str], turn: int) -> str | None:
         """The check turn's message when the answer cannot stand as written (rule 8).

@@ -405,3 +405,16 @@ async def test_an_answer_with_a_path_its_variable_lacks_is_incomplete(tmp_path: 
     assert result.status == "incomplete"
     assert result.answer == "Lyon: $lyon.total people"
     assert result.message.startswith("answer incomplete: $lyon.total does not exist: $lyon is")
+
+
+async def test_a_figure_after_the_last_chance_leaves_the_run_stuck(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B on a data question: its code failed three times,
+    # then, told to answer without it, a region and a revenue of its own.
+    failing = action("population", attrs='id="p"', city="Atlantis")
+    guess = "<response>Atlantis has 1,000,000 people.</response>"
+    result, _ = await replay(tmp_path, [failing, failing, failing, guess, guess])
+    assert result.status == "stuck"
+    assert result.message.endswith("; the answer after it states figures no result gives")
+    assert result.answer == "Atlantis has 1,000,000 people."  # shown, and marked
+    assert result.grounding is not None
+    assert [f.text for f in result.grounding.unverified] == ["1,000,000"]
