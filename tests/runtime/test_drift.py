@@ -415,6 +415,6 @@ async def test_a_figure_after_the_last_chance_leaves_the_run_stuck(tmp_path: Pat
     result, _ = await replay(tmp_path, [failing, failing, failing, guess, guess])
     assert result.status == "stuck"
     assert result.message.endswith("; the answer after it states figures no result gives")
-    assert result.answer == "Atlantis has 1,000,000 people."  # shown, and marked
+    assert result.answer == "Atlantis has 1,000,000 people."  # kept, and marked
     assert result.grounding is not None
     assert [f.text for f in result.grounding.unverified] == ["1,000,000"]
