@@ -51,8 +51,11 @@ __all__ = ["PROMPT_VERSION", "ProtocolPrompt"]
 #: version 4's feeds message ends with the user's message again; version 5's
 #: worked example starts both look-ups ``async`` and ends its turn there
 #: (with ``async`` then ``sync`` a small model wrote one call twice, and
-#: never more than two), and it answers directly when no tool fits.
-PROMPT_VERSION = "5"
+#: never more than two), and it answers directly when no tool fits. Version
+#: 6's example answer shows the results through their variables (``$rome``):
+#: shown the figures written out, a 1.5B model wrote its ``$`` answer as a
+#: progress note and the figures again in its final response.
+PROMPT_VERSION = "6"
 
 # Short on purpose: a CPU model reads the system prompt at ~50 tokens/s before
 # its first token, and with the protocol grammar it cannot write bad syntax,
@@ -91,7 +94,7 @@ WORKED_EXAMPLE_TURNS: tuple[str, ...] = (
 {"name": "get_temperature", "parameters": {"city": "Oslo"}}</action>
 <action type="tool" mode="async" id="r" output_key="rome">\
 {"name": "get_temperature", "parameters": {"city": "Rome"}}</action>""",
-    """<response final="true">Rome is warmer: 17 °C against 4 °C in Oslo.</response>""",
+    """<response final="true">Rome is warmer: $rome °C against $oslo °C in Oslo.</response>""",
 )
 
 #: What the runtime sends back between the two turns.

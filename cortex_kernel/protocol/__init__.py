@@ -7,6 +7,7 @@ Of ``cortex_kernel`` it imports only the base-layer helper ``safejson``
 
 from __future__ import annotations
 
+from ._actions import build_action
 from ._jsonrepair import JsonResult, loads_lenient
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 from .parser import Parser
@@ -55,6 +56,7 @@ __all__ = [
     "ThoughtEnd",
     "ThoughtStart",
     "WarningEvent",
+    "build_action",
     "loads_lenient",
     "parse_parser_event",
 ]

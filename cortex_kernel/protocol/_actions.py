@@ -29,7 +29,7 @@ from ._attributes import split_ids
 from ._jsonrepair import holds_lone_surrogate, loads_lenient, surrogate_escape
 from .models import Action, ActionMode, ActionType, ContextFeedDecl, FeedType, IdAllocator
 
-__all__: list[str] = []  # used inside the protocol package only
+__all__ = ["build_action"]  # the rest is used inside the protocol package only
 
 _TYPES = ", ".join(t.value for t in ActionType)
 _MODES = ", ".join(m.value for m in ActionMode)

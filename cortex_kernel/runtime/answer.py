@@ -10,15 +10,46 @@ status says the answer is incomplete (docs/runtime.md#events, ``run_finished``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..exceptions import VariableReferenceError
 from .grounding import Evidence, GroundingReport, check
 from .nodes import ActionNode, NodeState
 from .ports import FeedSlot, Message
-from .references import interpolate_text
+from .references import find_references, interpolate_text, resolve_path
 
 __all__: list[str] = []
+
+
+def read_id_paths(
+    text: str, output_keys: Mapping[str, str], lookup: Callable[[str], Any]
+) -> tuple[str, list[tuple[str, str]]]:
+    """``$a1.total`` read as ``$total``, where action ``a1`` keeps its result in ``total``.
+
+    A model that gave an action both an id and an ``output_key`` wrote the
+    two joined (``$to_fahrenheit_result.fahrenheit`` for a number): read so
+    only when the action's value has no such field. Returns the text and
+    each reference read so, as written and as read.
+    """
+    read: list[tuple[str, str]] = []
+    out: list[str] = []
+    at = 0
+    for ref in find_references(text):
+        key = output_keys.get(ref.name)
+        if key is None or not ref.path or ref.path[0] != key:
+            continue
+        try:
+            value = lookup(ref.name)
+            resolve_path(value, ref.path[:1])
+        except KeyError:
+            continue
+        except VariableReferenceError:
+            rest = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in ref.path[1:])
+            out += [text[at : ref.start], f"${key}{rest}"]
+            at = ref.end
+            read.append((ref.text, f"${key}{rest}"))
+    return "".join(out) + text[at:], read
 
 
 class Placeholder:

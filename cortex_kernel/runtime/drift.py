@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..protocol.models import Action
@@ -142,11 +143,48 @@ def stuck_message(protocol: str, stuck: str) -> str:
     )
 
 
-def figure_check_message(protocol: str, figures: list[str], *, failed: bool = False) -> str:
+def computing_tools(specs: list[dict[str, Any]], limit: int = 4) -> list[str]:
+    """The tools that compute from numbers: every parameter a number (at most ``limit``).
+
+    What a check turn offers for a figure the model worked out in its head
+    (``to_fahrenheit(celsius: number)``, ``add(a, b)``).
+    """
+    names: list[str] = []
+    for spec in specs:
+        properties = (spec.get("parameters") or {}).get("properties") or {}
+        kinds = [sub.get("type") if isinstance(sub, dict) else None for sub in properties.values()]
+        if kinds and all(kind in ("number", "integer") for kind in kinds):
+            names.append(str(spec.get("name")))
+    return names[:limit]
+
+
+def tools_asked_for(message: str, names: Sequence[str]) -> list[str]:
+    """The tools among ``names`` the user's ``message`` asks for by a word of their name.
+
+    ``to_fahrenheit`` for "…right now, in Fahrenheit?": a word of four letters
+    or more of the name (split at ``_`` and case changes) is a word of the
+    message, or begins one ("fahrenheit", "convert" for "converted").
+    """
+    words = set(re.findall(r"[a-z]+", message.lower()))
+    asked = []
+    for name in names:
+        parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)
+        if any(
+            len(part) >= 4 and any(word.startswith(part.lower()) for word in words)
+            for part in parts
+        ):
+            asked.append(name)
+    return asked
+
+
+def figure_check_message(
+    protocol: str, figures: list[str], *, failed: bool = False, tool: str | None = None
+) -> str:
     """The user message of the check turn: the figures no result gives (rule 8).
 
     ``failed``: no action of the run succeeded, so the figures are the
-    model's own in place of a result it could not get.
+    model's own in place of a result it could not get. ``tool``: the tool
+    that computes them, named as the way to (see :func:`computing_tools`).
     """
     named = ", ".join(figures)
     it = "it" if len(figures) == 1 else "them"
@@ -156,21 +194,29 @@ def figure_check_message(protocol: str, figures: list[str], *, failed: bool = Fa
             f"no result gives {it}. Say what failed instead of a figure of your own, "
             f"or correct the answer; then write the final answer again."
         )
-    tool = "a function" if protocol == "tools" else "a tool action"
+    how = "a function" if protocol == "tools" else "a tool action"
+    if tool is not None:
+        how += f" ({tool})"
     return (
         f"Your answer states {named}, which no result of this run gives. If you "
-        f"worked {it} out yourself, compute {it} with {tool} instead, or correct "
+        f"worked {it} out yourself, compute {it} with {how} instead, or correct "
         f"the answer; then write the final answer again."
     )
 
 
 def tools_called_in(answer: str, tools: list[str]) -> list[str]:
-    """The tools ``answer`` calls in its text, ``$name(…)`` (rule 8), in order."""
-    if "$" not in answer or not tools:
+    """The tools ``answer`` calls in its text (rule 8), in order.
+
+    As a reference, ``$to_fahrenheit($t)``, or as code, ``population(city="Nice")``
+    (a model that writes the calls it should make as a snippet for the user);
+    a method of some object, ``df.population(…)``, is not a call of the tool.
+    """
+    if not tools:
         return []
     names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
-    found = re.findall(rf"\$\{{?\s*({names})\s*\(", answer)
-    return list(dict.fromkeys(found))
+    # Bare, the name must touch its parenthesis: "the weather (sunny)" is prose.
+    found = re.findall(rf"\$\{{?\s*({names})\s*\(|(?<![\w.$])({names})\(", answer)
+    return list(dict.fromkeys(a or b for a, b in found))
 
 
 def tool_in_answer_message(protocol: str, tools: list[str]) -> str:
@@ -181,6 +227,36 @@ def tool_in_answer_message(protocol: str, tools: list[str]) -> str:
         f"Your answer calls {named} in its text, where nothing runs. Call {named} "
         f"{how} first; then write the final answer with the result."
     )
+
+
+def unset_reference_message(protocol: str, names: list[str]) -> str:
+    """The user message of the check turn: the answer refers to variables nothing set (rule 8)."""
+    named = ", ".join(names)
+    how = (
+        "Call the functions that give it first, with output_key"
+        if protocol == "tools"
+        else "Start the actions that give it first, with output_key"
+    )
+    # No "or answer without it": offered that, the 1.5B model wrote figures
+    # of its own in place of the references.
+    return (
+        f"Your answer refers to {named}, but no action of this run set it, so it "
+        f"shows nothing. {how}; then write the final answer with the results."
+    )
+
+
+def uncalled_tool_message(protocol: str, tool: str) -> str:
+    """The user message of the check turn: the answer does without the tool asked for (rule 8)."""
+    how = "with a function call" if protocol == "tools" else "in a tool action"
+    return (
+        f"The user's message asks for what {tool} computes, and this run has not "
+        f"called it. Call {tool} {how} first; then write the final answer with the result."
+    )
+
+
+def tools_named_in(answer: str, tools: list[str]) -> list[str]:
+    """The session's tools ``answer`` names as words ("I used the `population` function")."""
+    return [name for name in tools if re.search(rf"(?<![\w.$]){re.escape(name)}(?!\w)", answer)]
 
 
 def provisional_answer(last_thought: str) -> str:

@@ -45,7 +45,7 @@ from ..protocol.models import IdAllocator
 from ..protocol.parser import Parser
 from ..protocol.parser_events import ParserEvent, WarningEvent
 from ..redaction import Redactor, StreamRedactor
-from .answer import fill_answer, ground_answer
+from .answer import fill_answer, ground_answer, read_id_paths
 from .code_fixes import FIXES_PER_RUN, failed_code, fix_warning, suggest_fix
 from .data_questions import (
     asked_again_message,
@@ -60,6 +60,7 @@ from .drift import (
     IMAGINED_RESULT_WARNING,
     RETRYABLE_STATES,
     RepeatedFailures,
+    computing_tools,
     echoed_feeds,
     figure_check_message,
     imagined_result,
@@ -68,7 +69,11 @@ from .drift import (
     restated_message,
     stuck_message,
     tool_in_answer_message,
+    tools_asked_for,
     tools_called_in,
+    tools_named_in,
+    uncalled_tool_message,
+    unset_reference_message,
 )
 from .feed_run import RunFeeds, run_status
 from .feeds import with_message
@@ -165,6 +170,11 @@ class Run:
         # from: the check of rule 8 and the run's end ground the same answer
         # in the same turn (a later turn may have new results).
         self._grounded: tuple[int, str, str, GroundingReport | None] | None = None
+        # The one tool the next turn may call: the check turn of an answer
+        # that calls it in its text, or states a figure it computes (rule 8).
+        self._call_next: str | None = None
+        # The references of the last answer that no action and no variable set.
+        self._unset: list[str] = []
         self._transcript_path = transcript
         self.transcript: TranscriptWriter | None = None
         if transcript is not None:
@@ -376,41 +386,43 @@ class Run:
             thought = "".join(turn.thought).strip()
             if thought:
                 self.last_thought = thought
-            if turn.final is not None and turn.final.strip():
-                ended, check = await self._settle(turn, last_progress, check=not checked)
-                if check is None:
-                    return ended
-                checked = True
-                opening = [{"role": "user", "content": check}]
-                continue
-            if turn.cut_by is not None:
-                await scheduler.wait([turn.cut_by])
-            elif scheduler.pending:
-                await scheduler.wait_all()
-            settled = scheduler.take_settled()
-            exceeded = self.budget.over()  # before "stuck": actions refused at a limit repeat
-            if exceeded:
-                return "limit", exceeded, last_progress
-            stuck = self._note_failures(turn, settled)
-            if stuck is not None and not self._last_chance(turn, stuck):
-                return "stuck", stuck, last_progress
-            settled = settled or self._report_again(turn)
-            if not settled and not turn.errors and not scheduler.pending:
+            answer = turn.final if turn.final is not None and turn.final.strip() else None
+            if answer is None:
+                if turn.cut_by is not None:
+                    await scheduler.wait([turn.cut_by])
+                elif scheduler.pending:
+                    await scheduler.wait_all()
+                settled = scheduler.take_settled()
+                exceeded = self.budget.over()  # before "stuck": actions refused at a limit repeat
+                if exceeded:
+                    return "limit", exceeded, last_progress
+                stuck = self._note_failures(turn, settled)
+                if stuck is not None and not self._last_chance(turn, stuck):
+                    return "stuck", stuck, last_progress
+                settled = settled or self._report_again(turn)
+                if settled or turn.errors or scheduler.pending:
+                    opening = await self._results(turn, settled, stuck)
+                    continue
                 # Nothing to report and nothing running: the model is done.
                 answer = last_progress or self._outside_answer(turn)
-                if answer:
-                    return self._answer(answer)
-                if repaired:
-                    return (
-                        "no_answer",
-                        "the model gave no final response, even when asked once more",
-                        provisional_answer(self.last_thought),
-                    )
-                # Rule 6: one short turn that asks for the final response.
-                repair = repaired = True
-                opening = [{"role": "user", "content": repair_message(self.config.protocol)}]
-                continue
-            opening = await self._results(turn, settled, stuck)
+                if not answer:
+                    if repaired:
+                        return (
+                            "no_answer",
+                            "the model gave no final response, even when asked once more",
+                            provisional_answer(self.last_thought),
+                        )
+                    # Rule 6: one short turn that asks for the final response.
+                    repair = repaired = True
+                    opening = [{"role": "user", "content": repair_message(self.config.protocol)}]
+                    continue
+            # A final response, or (function calling) the text of a turn without
+            # a call: checked once either way (rule 8).
+            ended, check = await self._settle(answer, last_progress, check=not checked)
+            if check is None:
+                return ended
+            checked = True
+            opening = [{"role": "user", "content": check}]
 
     async def _next_turn(self, opening: list[Message], *, repair: bool) -> Turn:
         """Stream the next turn; once a run, again when it answered data without looking."""
@@ -425,7 +437,8 @@ class Run:
             assert self.scheduler is not None
             self.scheduler.end_turn()
             self._turn += 1
-        turn = await self._stream_turn(self._turn, opening, repair=repair)
+        call, self._call_next = self._call_next, None
+        turn = await self._stream_turn(self._turn, opening, repair=repair, required_tool=call)
         if turn.error is not None or self._turn >= self.limits.max_turns or self.budget.over():
             return turn
         tool = self._unlooked(turn)
@@ -607,23 +620,30 @@ class Run:
                 raise KeyError(name)
             return store.lookup(name)
 
+        nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
+        keys = {n.id: n.action.output_key for n in nodes if n.action.output_key not in (None, n.id)}
+        text, read = read_id_paths(text, keys, lookup)
+        for written, read_as in read:
+            message = f"the answer's {written} was read as {read_as} (its action's output_key)"
+            self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=self._turn, message=message))
         self._final = (text, lookup)
         answer, missing = fill_answer(text, lookup, self._why_unset)
+        self._unset = [item.split(" ", 1)[0] for item in missing if item.endswith("(never set)")]
         if missing:
             return "incomplete", "answer incomplete: " + ", ".join(missing), answer
         return "ok", "", answer
 
     async def _settle(
-        self, turn: Turn, last_progress: str, *, check: bool
+        self, answer: str, last_progress: str, *, check: bool
     ) -> tuple[tuple[RunStatus, str, str], str | None]:
-        """The run's end after a final response, or the check turn's message (rule 8)."""
-        assert self.scheduler is not None and turn.final is not None
+        """The run's end with ``answer``, or the check turn's message (rule 8)."""
+        assert self.scheduler is not None
         await self.scheduler.wait_all()
         exceeded = self.budget.over()  # spent by the actions just awaited
         if exceeded:
             return ("limit", exceeded, last_progress), None
-        ended = self._answer(turn.final)
-        asked = self._answer_check(ended, turn.number) if check else None
+        ended = self._answer(answer)
+        asked = self._answer_check(ended, self._turn) if check else None
         return (self._guessed_after_stuck(ended) if asked is None else ended), asked
 
     def _guessed_after_stuck(self, ended: tuple[RunStatus, str, str]) -> tuple[RunStatus, str, str]:
@@ -653,27 +673,73 @@ class Run:
         marked, not questioned. Only with a turn left.
         """
         status, _, answer = ended
-        assert self.scheduler is not None
         if status not in ("ok", "incomplete") or self._turn >= self.limits.max_turns:
             return None
         written = self._final[0] if self._final is not None else ""
-        called = tools_called_in(written, [tool.name for tool in self.context.tools])
-        if called:
-            said = f"the answer calls {', '.join(called)} in its text: asked to call it first"
-            message = tool_in_answer_message(self.config.protocol, called)
-        else:
-            # A run that tried to look something up: a figure none of its
-            # results gives was worked out, or made up after a failed look-up.
-            tried = bool(self.scheduler.nodes)
-            report = self._ground(answer) if tried and status == "ok" else None
-            if report is None or not report.unverified:
-                return None
-            figures = list(dict.fromkeys(f.text for f in report.unverified))[:3]
-            said = f"the answer states {', '.join(figures)}, which no result gives: asked to check"
-            failed = not any(n.state is NodeState.SUCCEEDED for n in self.scheduler.nodes.values())
-            message = figure_check_message(self.config.protocol, figures, failed=failed)
+        names = [tool.name for tool in self.context.tools]
+        asked = (
+            self._called_check(written, names)
+            or (self._unset_check(written, names) if status == "incomplete" else None)
+            or (self._figure_check(answer) if status == "ok" else None)
+            or (self._uncomputed_check() if status == "ok" else None)
+        )
+        if asked is None:
+            return None
+        said, message, self._call_next = asked
         self.emit(WarningEvent(span=(0, 0), t=self.clock(), turn=turn, message=said))
         return message
+
+    # Each check: (the warning, the check turn's message, the one tool the
+    # turn may call), or None. Asked in words only, the 1.5B model wrote the
+    # same answer or snippet again; named, it called the tool.
+
+    def _called_check(self, written: str, names: list[str]) -> tuple[str, str, str] | None:
+        called = tools_called_in(written, names)
+        if not called:
+            return None
+        said = f"the answer calls {', '.join(called)} in its text: asked to call it first"
+        return said, tool_in_answer_message(self.config.protocol, called), called[0]
+
+    def _unset_check(self, written: str, names: list[str]) -> tuple[str, str, str | None] | None:
+        # `$variables[0]` in an answer that looked nothing up under that name.
+        if not self._unset:
+            return None
+        unset = list(dict.fromkeys(self._unset))[:3]
+        said = f"the answer refers to {', '.join(unset)}, which nothing set: asked again"
+        named = tools_named_in(written, names)  # "I used the `population` function"
+        call = named[0] if len(named) == 1 else None
+        return said, unset_reference_message(self.config.protocol, unset), call
+
+    def _figure_check(self, answer: str) -> tuple[str, str, str | None] | None:
+        # A run that tried to look something up: a figure none of its
+        # results gives was worked out, or made up after a failed look-up.
+        assert self.scheduler is not None
+        nodes = self.scheduler.nodes.values()
+        report = self._ground(answer) if nodes else None
+        if report is None or not report.unverified:
+            return None
+        figures = list(dict.fromkeys(f.text for f in report.unverified))[:3]
+        said = f"the answer states {', '.join(figures)}, which no result gives: asked to check"
+        failed = not any(n.state is NodeState.SUCCEEDED for n in nodes)
+        # Only the tool the user asked for by name ("in Fahrenheit") is named:
+        # offered several, the model took the first, whatever it computes
+        # (to_fahrenheit for a sum); given the only one, it fed it a population.
+        tools = [] if failed else computing_tools(self.context.tools.specs())
+        asked = tools_asked_for(self.message, tools)
+        tool = asked[0] if len(asked) == 1 else None
+        message = figure_check_message(self.config.protocol, figures, failed=failed, tool=tool)
+        return said, message, tool
+
+    def _uncomputed_check(self) -> tuple[str, str, str] | None:
+        # "…right now, in Fahrenheit?" answered "21 °C in Fahrenheit.": the
+        # tool that computes what the user asked for by name was never called.
+        assert self.scheduler is not None
+        tools = computing_tools(self.context.tools.specs())
+        asked = tools_asked_for(self.message, tools)
+        if len(asked) != 1 or any(n.action.name == asked[0] for n in self.scheduler.nodes.values()):
+            return None
+        said = f"the answer does not use {asked[0]}, which the message asks for: asked to call it"
+        return said, uncalled_tool_message(self.config.protocol, asked[0]), asked[0]
 
     def _ground(self, answer: str) -> GroundingReport | None:
         """Check the figures of the final ``answer`` against what the run saw.
@@ -736,6 +802,7 @@ class Run:
         required_tool: str | None = None,
         code_reply: str | None = None,
     ) -> CompletionRequest:
+        """The request of a turn; ``required_tool``: the one tool it may call."""
         config, tools = self.config, self.context.tools
         context = PromptContext(
             agent_name=config.agent_name,
@@ -778,6 +845,13 @@ class Run:
             nodes = self.scheduler.nodes.values() if self.scheduler is not None else ()
             namespace = self.context.variables.namespace
             code = code_tool(self.message, tools, namespace, nodes)
+        elif required_tool is not None:
+            # The protocol grammar is built from the context: it lets the turn
+            # call only that tool, or answer (the system prompt, already
+            # written, still lists them all, so a server's prefix cache hits).
+            context = context.model_copy(
+                update={"tools": [t for t in context.tools if t.get("name") == required_tool]}
+            )
         return CompletionRequest(
             messages=messages,
             tools=schemas,
@@ -834,6 +908,7 @@ class Run:
             scheduler=self.scheduler,
             budget=self.budget,
             feeds=self.feeds,
+            ids=self.ids,
         )
         started = False
 

@@ -138,8 +138,11 @@ class CompletionRequest(BaseModel):
     #: feeds (0 or 1): rebuilt every turn, never part of the conversation.
     feed_messages: int = 0
     #: The tool this turn must call (a data question answered without a look,
-    #: asked again: :mod:`cortex_kernel.runtime.data_questions`): function
-    #: calling sends it as a named tool choice; other requests ignore it.
+    #: asked again: :mod:`cortex_kernel.runtime.data_questions`; the check
+    #: turn of an answer that calls it in its text or states a figure it
+    #: computes: docs/runtime.md#how-a-run-ends): function calling sends it
+    #: as a named tool choice; in the xml protocol ``context`` then offers
+    #: only that tool, so a protocol grammar lets the turn call it or answer.
     required_tool: str | None = None
     #: The tool a reply that is only one fenced block of Python code calls
     #: with that code (function calling, a data question not yet looked at:

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import anyio.lowlevel
 
+from ..protocol import build_action
 from ..protocol import parser_events as pe
-from ..protocol.models import ActionMode
+from ..protocol.models import ActionMode, IdAllocator
 from .drift import RETRYABLE_STATES, duplicate_id_message, repeated_success_message
 from .feed_run import RunFeeds
 from .limits import Budget
@@ -69,6 +70,9 @@ class TurnReader:
         The run's: actions are counted against ``budget`` and submitted to
         ``scheduler``, whose event sink and clock the turn's events share;
         ``<context_feed>`` declarations go to ``feeds``.
+    ids
+        The run's id allocator (its parser's): an action renamed because its
+        id was taken claims its new id there (see :meth:`_renamed`).
     """
 
     turn: Turn
@@ -76,6 +80,7 @@ class TurnReader:
     scheduler: Scheduler
     budget: Budget
     feeds: RunFeeds
+    ids: IdAllocator | None = None
 
     async def read(self, events: list[pe.ParserEvent]) -> int | None:
         """Stamp, emit and act on one feed's events.
@@ -96,7 +101,13 @@ class TurnReader:
                 if repeated is not None:
                     emit(repeated)
                     continue
-                event = replace(event, message=self._duplicate_message(event))
+                renamed = self._renamed(event)
+                if renamed is None:
+                    event = replace(event, message=self._duplicate_message(event))
+                else:
+                    said, parsed = renamed
+                    emit(replace(said, t=clock(), turn=turn.number))
+                    event = parsed
             event = replace(event, t=clock(), turn=turn.number)
             emit(event)
             # Streamed text first, by exact type: nearly every event is one.
@@ -142,6 +153,45 @@ class TurnReader:
             id=event.id,
             message=repeated_success_message(event.id, variable),
         )
+
+    def _renamed(
+        self, event: pe.ActionErrorEvent
+    ) -> tuple[pe.WarningEvent, pe.ActionParsed] | None:
+        """Another action under the id of one that succeeded: it runs under a free id.
+
+        Qwen2.5-Coder-1.5B wrote its next call (``to_fahrenheit`` after
+        ``weather``) with the id and ``output_key`` of its last one, and wrote
+        it so again when told the id was taken, until the run was stuck. The
+        action runs as ``{id}2`` (the first free), with a warning; an
+        ``output_key`` the earlier action set is dropped, so its variable is
+        not overwritten (the result is in ``${id}2``).
+        """
+        assert event.id is not None
+        node = self.scheduler.nodes[event.id]
+        if (
+            self.ids is None
+            or not event.message.startswith("duplicate id")
+            or node.state is not NodeState.SUCCEEDED
+            or event.raw_body.strip() == node.action.raw_body.strip()
+        ):
+            return None
+        taken = self.scheduler.nodes.keys() | self.ids.seen
+        new_id = next(f"{event.id}{n}" for n in range(2, 10_000) if f"{event.id}{n}" not in taken)
+        attrs = {**event.attrs, "id": new_id}
+        kept = attrs.get("output_key")
+        if kept is not None and kept.strip() in (node.action.output_key, node.id):
+            del attrs["output_key"]
+        built = build_action(attrs, event.raw_body, open_id=new_id, in_thought=False, ids=self.ids)
+        if built.action is None:
+            return None
+        said = (
+            f"action id '{event.id}' belongs to an action that succeeded; "
+            f"this other action runs as '{new_id}'"
+        )
+        if kept is not None and "output_key" not in attrs:
+            said += f" (its result in ${new_id}, not in ${kept})"
+        warning = pe.WarningEvent(span=event.span, id=new_id, message=said)
+        return warning, pe.ActionParsed(span=event.span, action=built.action)
 
     def _duplicate_message(self, event: pe.ActionErrorEvent) -> str:
         """A parser's duplicate-id error, saying where the earlier result is (rule 5)."""

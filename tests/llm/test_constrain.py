@@ -369,3 +369,51 @@ def test_the_constrain_option_everywhere(tmp_path: Path) -> None:
     assert (
         json.loads(json.dumps(ModelOptions(constrain="auto").model_dump()))["constrain"] == "auto"
     )
+
+
+async def test_the_check_turn_of_a_worked_out_figure_may_call_only_the_tool_asked_for(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Asked in words to compute 250 × 1.08 with a tool, the 1.5B model looked
+    # the rate up again; under the check turn's grammar it cannot.
+    tools = population_tools()
+
+    @tools.register
+    def multiply(a: float, b: float) -> float:
+        """The product of two numbers."""
+        return a * b
+
+    lookup = (
+        '<action type="tool" mode="sync" id="p" output_key="p">'
+        '{"name": "population", "parameters": {"city": "Lyon"}}</action>'
+    )
+    server.get_routes["/props"] = (200, LLAMA_CPP_PROPS)
+    server.stream(lookup)
+    server.stream('<response final="true">Twice that is 1,040,001.</response>')
+    server.stream(
+        '<action type="tool" mode="sync" id="m" output_key="twice">'
+        '{"name": "multiply", "parameters": {"a": "$p", "b": 2}}</action>'
+    )
+    server.stream('<response final="true">Twice that is $twice.</response>')
+    session = build_session(
+        make_model(server, timeout=10, num_retries=0, constrain="grammar"),
+        tools=tools,
+        transcript_dir=tmp_path,
+    )
+    result = await session.run("Multiply the population of Lyon by two.")
+    assert (result.status, result.answer) == ("ok", "Twice that is 1040000.0.")
+    check_grammar, after = grammar_sent(server, 2), grammar_sent(server, 3)
+    assert check_grammar is not None and after is not None
+    assert check(check_grammar) is None
+    assert accepts(
+        check_grammar,
+        '<action type="tool" mode="sync" id="m2">'
+        '{"name": "multiply", "parameters": {"a": 1, "b": 2}}</action>',
+    )
+    assert not accepts(check_grammar, lookup.replace('id="p"', 'id="p2"'))
+    assert accepts(check_grammar, FINAL)
+    # The system prompt is the same on every turn (a server's prefix cache hits).
+    prompts = {r.body["messages"][0]["content"] for r in server.requests}
+    assert len(prompts) == 1 and "population(city: string)" in prompts.pop()
+    # The turn after the check may call anything again.
+    assert accepts(after, lookup.replace('id="p"', 'id="p2"'))

@@ -18,6 +18,7 @@ from cortex_kernel.llm.prompt import (
 from cortex_kernel.protocol.parser import Parser
 from cortex_kernel.protocol.parser_events import ActionParsed
 from cortex_kernel.runtime.ports import FeedSlot, PromptContext
+from cortex_kernel.runtime.references import find_references, interpolate_text
 from tests.llm.support import parse_chunks
 
 BAD_EVENTS = {"action_error", "warning"}
@@ -50,15 +51,23 @@ def test_the_worked_example_uses_what_it_teaches() -> None:
     assert [a.mode.value for a in actions] == ["async", "async"]
     assert all(a.output_key for a in actions)
     assert WORKED_EXAMPLE_TURNS[0].rstrip().endswith("</action>")  # nothing after them
-    # The answer states the figures the results gave.
+    # The answer shows the results through the look-ups' variables (prompt
+    # v6: shown the figures written out, the 1.5B model wrote them out too),
+    # and filled in it states the figures the results gave.
     final = Parser()
     ends = [
         e for e in final.feed(WORKED_EXAMPLE_TURNS[1]) + final.close() if e.type == "response_end"
     ]
     assert [e.final for e in ends] == [True]
+    keys = {a.id: a.output_key for a in actions}
+    values = {}
     for line in WORKED_EXAMPLE_RESULTS.splitlines():
-        figure = line.split(">", 1)[1].split("<", 1)[0]
-        assert f" {figure} °C" in WORKED_EXAMPLE_TURNS[1]
+        action_id = line.split('id="', 1)[1].split('"', 1)[0]
+        values[keys[action_id]] = line.split(">", 1)[1].split("<", 1)[0]
+    assert {ref.name for ref in find_references(WORKED_EXAMPLE_TURNS[1])} == set(values)
+    filled = interpolate_text(WORKED_EXAMPLE_TURNS[1], values.__getitem__)
+    for figure in values.values():
+        assert f" {figure} °C" in filled
 
 
 def test_the_example_results_name_the_actions_of_the_example() -> None:

@@ -469,3 +469,104 @@ async def test_made_up_tool_responses_only_end_without_an_answer(
     result = await run_tools(server, tmp_path, adder(), "add 2 and 3")
     assert result.status == "no_answer"
     assert "8" not in result.answer
+
+
+def _population(city: str) -> int:
+    """Population of a city."""
+    return {"Nice": 348_085, "Lille": 236_710}[city]
+
+
+async def test_a_figure_worked_out_in_a_function_calling_answer_is_checked(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Rule 8 with function calling: the answer is the text of a turn without
+    # a call, and a sum done in the model's head is questioned once.
+    server.tool_calls(
+        [
+            ("c1", "_population", '{"city": "Nice"}'),
+            ("c2", "_population", '{"city": "Lille"}'),
+        ]
+    )
+    server.stream("Together they have 584,895 people.")
+    server.tool_calls([("c3", "add", '{"a": 348085, "b": 236710}')])
+    server.stream("Together they have 584795 people.")
+    result = await run_tools(
+        server, tmp_path, registry(_population, add), "Total population of Nice and Lille?"
+    )
+    assert (result.status, result.answer) == ("ok", "Together they have 584795 people.")
+    asked = server.requests[2].body["messages"][-1]
+    assert asked["role"] == "user"
+    assert asked["content"].startswith("Your answer states 584,895, which no result")
+    assert "compute it with a function instead" in asked["content"]
+    # The message names no tool that computes: the model chooses.
+    assert "tool_choice" not in server.requests[2].body
+    assert result.grounding is not None and not result.grounding.unverified
+
+
+async def test_a_call_written_in_the_answer_is_made_by_the_next_turn(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Qwen2.5-Coder-1.5B answered with a snippet calling the tool, twice when
+    # asked in words; the check turn names the tool as the provider's tool choice.
+    server.stream(
+        'Call it like this:\n```python\nnice = _population(city="Nice")\nprint(nice)\n```'
+    )
+    server.tool_calls([("c1", "_population", '{"city": "Nice"}')])
+    server.stream("Nice has 348085 people.")
+    result = await run_tools(server, tmp_path, registry(_population), "Population of Nice?")
+    assert (result.status, result.answer) == ("ok", "Nice has 348085 people.")
+    check = server.requests[1].body
+    assert check["messages"][-1]["content"].startswith(
+        "Your answer calls _population in its text, where nothing runs."
+    )
+    assert check["tool_choice"] == {"type": "function", "function": {"name": "_population"}}
+    # Only that turn: the answer after the result chooses freely again.
+    assert "tool_choice" not in server.requests[2].body
+
+
+async def test_a_conversion_asked_for_by_name_and_done_in_the_head_is_computed(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Qwen2.5-Coder-1.5B in the kernel: "21 °C in Fahrenheit." for Nice.
+    def weather(city: str) -> dict[str, object]:
+        """The weather of a city."""
+        return {"temp_c": 21, "sky": "sunny"}
+
+    def to_fahrenheit(celsius: float) -> float:
+        """Celsius to Fahrenheit."""
+        return celsius * 9 / 5 + 32
+
+    server.tool_calls([("c1", "weather", '{"city": "Nice"}')])
+    server.stream("Nice: 21 °C in Fahrenheit.")
+    server.tool_calls([("c2", "to_fahrenheit", '{"celsius": 21}')])
+    server.stream("Nice: 69.8 °F.")
+    tools = registry(weather, to_fahrenheit, add)
+    result = await run_tools(server, tmp_path, tools, "Temperature in Nice now, in Fahrenheit?")
+    assert (result.status, result.answer) == ("ok", "Nice: 69.8 °F.")
+    check = server.requests[2].body
+    assert check["messages"][-1]["content"].startswith(
+        "The user's message asks for what to_fahrenheit computes, and this run has not called it."
+    )
+    assert check["tool_choice"] == {"type": "function", "function": {"name": "to_fahrenheit"}}
+    warned = [e.message for e in result.events if e.type == "warning"]
+    assert warned == [
+        "the answer does not use to_fahrenheit, which the message asks for: asked to call it"
+    ]
+
+
+async def test_an_answer_referring_to_variables_nothing_set_is_asked_again(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # It said it used the tool, and wrote $variables no call had set.
+    server.stream("I used the `_population` function: Nice has $variables[0] people.")
+    server.tool_calls([("c1", "_population", '{"city": "Nice"}')])
+    server.stream("Nice has 348085 people.")
+    result = await run_tools(server, tmp_path, registry(_population, add), "Population of Nice?")
+    assert (result.status, result.answer) == ("ok", "Nice has 348085 people.")
+    check = server.requests[1].body
+    assert check["messages"][-1]["content"].startswith(
+        "Your answer refers to $variables, but no action of this run set it"
+    )
+    assert check["tool_choice"] == {"type": "function", "function": {"name": "_population"}}
+    warned = [e.message for e in result.events if e.type == "warning"]
+    assert "the answer refers to $variables, which nothing set: asked again" in warned

@@ -214,21 +214,37 @@ async def test_an_id_may_be_reused_after_an_unsuccessful_action(tmp_path: Path, 
     assert session.variables["lyon"] == 520774
 
 
-async def test_reusing_the_id_of_a_succeeded_action_names_its_variable(tmp_path: Path) -> None:
+async def test_another_action_under_the_id_of_a_succeeded_one_runs_under_a_free_id(
+    tmp_path: Path,
+) -> None:
+    # Qwen2.5-Coder-1.5B copied its last call's id and output_key onto its
+    # next, other call, and wrote it so again when told the id was taken.
     result, session = await replay(
         tmp_path,
         [
             action("population", attrs='id="p" output_key="lyon"', city="Lyon"),
-            action("population", attrs='id="p"', city="Nice"),
-            "<response>Lyon: $lyon</response>",
+            action("population", attrs='id="p" output_key="lyon"', city="Nice"),
+            "<response>Lyon: $lyon, Nice: $p2</response>",
         ],
     )
+    assert not of_type(result, "action_error")
+    said = [w.message for w in of_type(result, "warning") if w.id == "p2"]
+    assert said == [
+        "action id 'p' belongs to an action that succeeded; this other action runs as 'p2' "
+        "(its result in $p2, not in $lyon)"
+    ]
+    # The earlier result keeps its variable: nothing of the run is overwritten.
+    assert (result.status, result.answer) == ("ok", "Lyon: 520774, Nice: 348085")
+    assert session.variables["lyon"] == 520774
+
+
+async def test_reusing_the_id_of_a_running_action_names_its_variable(tmp_path: Path) -> None:
+    slow = action("population", "async", 'id="p" output_key="lyon"', city="Lyon")
+    other = action("population", attrs='id="p"', city="Nice")
+    result, session = await replay(tmp_path, [slow + other, "<response>Lyon: $lyon</response>"])
     [error] = of_type(result, "action_error")
-    assert error.message == (
-        "duplicate id 'p': it already succeeded and its result is in $lyon. "
-        "Use $lyon instead of running it again, or give a new action a new id"
-    )
-    assert "its result is in $lyon" in told(session)  # the model is told, too
+    assert error.message.startswith("duplicate id 'p': it ")
+    assert "$lyon" in error.message and "$lyon" in told(session)
     assert (result.status, result.answer) == ("ok", "Lyon: 520774")
 
 

@@ -157,3 +157,78 @@ async def test_a_figure_given_after_a_failed_look_up_is_checked(tmp_path: Path) 
         "Your answer states 312,740, but no look-up of this run succeeded, so no result gives it."
     )
     assert checks(result) == ["the answer states 312,740, which no result gives: asked to check"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "called"),
+    [
+        ("It is $to_fahrenheit($t) °F.", ["to_fahrenheit"]),
+        ("It is ${ to_fahrenheit ($t)} °F.", ["to_fahrenheit"]),
+        # A snippet for the user instead of the calls (function calling).
+        ('```python\nnice = population(city="Nice")\ntotal = add(a=nice, b=1)\n```', None),
+        ("Use `df.population(3)` on the frame.", []),  # a method, not the tool
+        ("Nice has the larger population (348,085).", []),  # prose
+        ("subpopulation(x) is another thing", []),
+    ],
+)
+def test_a_call_in_the_answer_text_is_found(answer: str, called: list[str] | None) -> None:
+    from cortex_kernel.runtime.drift import tools_called_in
+
+    found = tools_called_in(answer, ["population", "add", "to_fahrenheit"])
+    assert found == (called if called is not None else ["population", "add"])
+
+
+def test_the_tools_that_compute_are_those_taking_only_numbers() -> None:
+    from cortex_kernel.runtime.drift import computing_tools
+    from cortex_kernel.runtime.tools import ToolRegistry
+
+    def to_fahrenheit(celsius: float) -> float:
+        """Celsius to Fahrenheit."""
+        return celsius * 9 / 5 + 32
+
+    def weather(city: str) -> str:
+        """Weather of a city."""
+        return "sunny"
+
+    def nothing() -> int:
+        """No parameter: nothing to compute from."""
+        return 1
+
+    tools = ToolRegistry()
+    for function in (population, to_fahrenheit, weather, add, nothing):
+        tools.register(function)
+    assert computing_tools(tools.specs()) == ["to_fahrenheit", "add"]
+    assert computing_tools(tools.specs(), limit=1) == ["to_fahrenheit"]
+
+
+def test_an_id_joined_to_its_output_key_is_read_as_the_output_key() -> None:
+    from cortex_kernel.runtime.answer import read_id_paths
+
+    values: dict[str, Any] = {"conv": 77.0, "fahrenheit": 77.0, "w": {"temp_c": 25}, "t": 25}
+
+    def lookup(name: str) -> Any:
+        return values[name]
+
+    keys = {"conv": "fahrenheit", "w": "t", "gone": "x"}
+    text, read = read_id_paths(
+        "It is $conv.fahrenheit °F ($w.temp_c °C, $w.t, $gone.x).", keys, lookup
+    )
+    # Only where the value has no such field: $w.temp_c is a real path and
+    # stays; $gone has no value, and stays for the answer to say so.
+    assert text == "It is $fahrenheit °F ($w.temp_c °C, $t, $gone.x)."
+    assert read == [("$conv.fahrenheit", "$fahrenheit"), ("$w.t", "$t")]
+
+
+async def test_the_answer_reads_an_action_id_joined_to_its_output_key(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B: id "to_fahrenheit_result", output_key "fahrenheit",
+    # and in the answer $to_fahrenheit_result.fahrenheit for the number.
+    result, _ = await run(
+        tmp_path,
+        call("nice", "population", '{"city": "Nice"}', mode="sync").replace(
+            'id="nice" output_key="nice"', 'id="lookup_nice" output_key="nice"'
+        ),
+        "<response>Nice has $lookup_nice.nice people.</response>",
+    )
+    assert (result.status, result.answer) == ("ok", "Nice has 348085 people.")
+    warned = [e.message for e in result.events if e.type == "warning"]
+    assert warned == ["the answer's $lookup_nice.nice was read as $nice (its action's output_key)"]
