@@ -259,8 +259,8 @@ write(
             "cores), at temperature 0. The recording (`data/local_model.jsonl`, made by "
             "`scripts/record_local_model.py`) runs offline and under nbval; the tools are "
             "real and run again (the `llm` sub-calls' answers are recorded too). It "
-            "was recorded with prompt v4, one of the short prompts the eval tried (README, "
-            "*Eval*); the shipped prompt is v1.\n\n"
+            "was recorded with cortex-kernel 0.9.0 (prompt v6) and the protocol grammar "
+            "(`--constrain grammar`), as the eval runs it (README, *Eval*).\n\n"
             "To talk to the live model instead, run `make local-model` and change the "
             "next line to:\n\n"
             f"```text\n{LIVE_MODEL}\n```"
@@ -294,14 +294,19 @@ write(
         code("What is the temperature in Toulouse right now, in Fahrenheit?"),
         code(SHOW_RUN),
         new_markdown_cell(
-            "It wrote a valid `llm` action — the protocol was right — but asked a "
-            "sub-model instead of calling the tools (the sub-model said 68 °F from "
-            "memory), then answered with a sentence copied from prompt v4's placeholder. "
-            "The eval saw the same on most tool tasks with the short prompts (README, "
-            "*Eval*). A question no tool can answer:"
+            "It called `weather`, then `to_fahrenheit` with the Celsius figure, each as a "
+            "`sync` action that ends its turn, and answered from the result. (Recorded "
+            "with prompt v4 and no grammar, the same model asked an `llm` sub-call instead "
+            "of the tools and answered with a sentence copied from the prompt.) A question "
+            "no tool can answer:"
         ),
         code("What is the population of Atlantis?"),
         code(SHOW_RUN),
+        new_markdown_cell(
+            "The look-up failed the same way three times; the run then got one turn to "
+            "answer without it (the warning says so), and the model said the figure is "
+            "not available."
+        ),
         *DRIFT_CELLS,
     ],
 )

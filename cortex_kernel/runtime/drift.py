@@ -207,16 +207,25 @@ def figure_check_message(
 def tools_called_in(answer: str, tools: list[str]) -> list[str]:
     """The tools ``answer`` calls in its text (rule 8), in order.
 
-    As a reference, ``$to_fahrenheit($t)``, or as code, ``population(city="Nice")``
-    (a model that writes the calls it should make as a snippet for the user);
-    a method of some object, ``df.population(…)``, is not a call of the tool.
+    As a reference, ``$to_fahrenheit($t)``, or in a fenced code block,
+    ``nice = population(city="Nice")`` (a model that writes the calls it
+    should make as a snippet for the user). Prose is not read for calls: it
+    quotes a result as its tool message gives it (``python(code=…)
+    returned: 4``); nor is a method of some object, ``df.population(…)``.
     """
     if not tools:
         return []
     names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
-    # Bare, the name must touch its parenthesis: "the weather (sunny)" is prose.
-    found = re.findall(rf"\$\{{?\s*({names})\s*\(|(?<![\w.$])({names})\(", answer)
-    return list(dict.fromkeys(a or b for a, b in found))
+    found = [
+        (match.start(), match.group(1))
+        for match in re.finditer(rf"\$\{{?\s*({names})\s*\(", answer)
+    ]
+    for block in re.finditer(r"```[^\n]*\n(.*?)(?:```|\Z)", answer, re.DOTALL):
+        found += [
+            (block.start(1) + match.start(), match.group(1))
+            for match in re.finditer(rf"(?<![\w.$])({names})\(", block.group(1))
+        ]
+    return list(dict.fromkeys(name for _, name in sorted(found)))
 
 
 def tool_in_answer_message(protocol: str, tools: list[str]) -> str:

@@ -665,12 +665,15 @@ class Run:
     def _answer_check(self, ended: tuple[RunStatus, str, str], turn: int) -> str | None:
         """The check turn's message when the answer cannot stand as written (rule 8).
 
-        It calls a tool in its text (``$to_fahrenheit($t)``), or states
-        figures no result gives in a run that tried to look data up (the
-        answer mixes results with figures of the model's own: a sum, a
-        conversion; or, its look-ups failed, gives a figure of its own); a
-        figure from general knowledge in a run that looked nothing up is
-        marked, not questioned. Only with a turn left.
+        It calls a tool in its text (``$to_fahrenheit($t)``, or as code);
+        refers to variables nothing set; states figures no result gives in a
+        run that tried to look data up (the answer mixes results with
+        figures of the model's own: a sum, a conversion; or, its look-ups
+        failed, gives a figure of its own); or does without the tool that
+        computes what the user asked for by name. A figure from general
+        knowledge in a run that looked nothing up is marked, not questioned.
+        Only with a turn left. When the check names one tool, the next turn
+        may call only it (``self._call_next``).
         """
         status, _, answer = ended
         if status not in ("ok", "incomplete") or self._turn >= self.limits.max_turns:

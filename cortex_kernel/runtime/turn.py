@@ -162,9 +162,9 @@ class TurnReader:
         Qwen2.5-Coder-1.5B wrote its next call (``to_fahrenheit`` after
         ``weather``) with the id and ``output_key`` of its last one, and wrote
         it so again when told the id was taken, until the run was stuck. The
-        action runs as ``{id}2`` (the first free), with a warning; an
+        action runs as ``{id}_2`` (the first free), with a warning; an
         ``output_key`` the earlier action set is dropped, so its variable is
-        not overwritten (the result is in ``${id}2``).
+        not overwritten (the result is in ``${id}_2``).
         """
         assert event.id is not None
         node = self.scheduler.nodes[event.id]
@@ -176,7 +176,7 @@ class TurnReader:
         ):
             return None
         taken = self.scheduler.nodes.keys() | self.ids.seen
-        new_id = next(f"{event.id}{n}" for n in range(2, 10_000) if f"{event.id}{n}" not in taken)
+        new_id = next(f"{event.id}_{n}" for n in range(2, 10_000) if f"{event.id}_{n}" not in taken)
         attrs = {**event.attrs, "id": new_id}
         kept = attrs.get("output_key")
         if kept is not None and kept.strip() in (node.action.output_key, node.id):

@@ -142,7 +142,7 @@ def test_model_and_protocol_reach_every_session_of_the_notebook(
     cortex.python("%protocol tools")
     try:
         server.stream("<response>from the new model</response>")
-        result = cortex.run(f"%%agent --manifest {manifest}\nDouble 21")
+        result = cortex.run(f"%%agent --manifest {manifest}\nSay hello")
         assert result.status == "ok", dump(result)
         body = server.requests[-1].body
         assert body["model"] == "switched"

@@ -166,7 +166,9 @@ async def test_a_figure_given_after_a_failed_look_up_is_checked(tmp_path: Path) 
         ("It is ${ to_fahrenheit ($t)} °F.", ["to_fahrenheit"]),
         # A snippet for the user instead of the calls (function calling).
         ('```python\nnice = population(city="Nice")\ntotal = add(a=nice, b=1)\n```', None),
-        ("Use `df.population(3)` on the frame.", []),  # a method, not the tool
+        ("```python\ndf.population(3)\n```", []),  # a method, not the tool
+        # Prose quoting a result as its tool message gives it is no call.
+        ('The North region has population(city="North") returned: 4 orders.', []),
         ("Nice has the larger population (348,085).", []),  # prose
         ("subpopulation(x) is another thing", []),
     ],
