@@ -143,10 +143,10 @@ def stuck_message(protocol: str, stuck: str) -> str:
     )
 
 
-def computing_tools(specs: list[dict[str, Any]], limit: int = 4) -> list[str]:
-    """The tools that compute from numbers: every parameter a number (at most ``limit``).
+def computing_tools(specs: list[dict[str, Any]]) -> list[str]:
+    """The tools that compute from numbers: every parameter a number.
 
-    What a check turn offers for a figure the model worked out in its head
+    What a check turn may name for a figure the model worked out in its head
     (``to_fahrenheit(celsius: number)``, ``add(a, b)``).
     """
     names: list[str] = []
@@ -155,7 +155,7 @@ def computing_tools(specs: list[dict[str, Any]], limit: int = 4) -> list[str]:
         kinds = [sub.get("type") if isinstance(sub, dict) else None for sub in properties.values()]
         if kinds and all(kind in ("number", "integer") for kind in kinds):
             names.append(str(spec.get("name")))
-    return names[:limit]
+    return names
 
 
 def tools_asked_for(message: str, names: Sequence[str]) -> list[str]:

@@ -200,7 +200,6 @@ def test_the_tools_that_compute_are_those_taking_only_numbers() -> None:
     for function in (population, to_fahrenheit, weather, add, nothing):
         tools.register(function)
     assert computing_tools(tools.specs()) == ["to_fahrenheit", "add"]
-    assert computing_tools(tools.specs(), limit=1) == ["to_fahrenheit"]
 
 
 def test_an_id_joined_to_its_output_key_is_read_as_the_output_key() -> None:
@@ -234,3 +233,18 @@ async def test_the_answer_reads_an_action_id_joined_to_its_output_key(tmp_path: 
     assert (result.status, result.answer) == ("ok", "Nice has 348085 people.")
     warned = [e.message for e in result.events if e.type == "warning"]
     assert warned == ["the answer's $lookup_nice.nice was read as $nice (its action's output_key)"]
+
+
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [
+        ("What is the temperature in Nice right now, in Fahrenheit?", ["to_fahrenheit"]),
+        ("Convert 30 degrees Celsius.", ["celsiusToKelvin"]),
+        ("How much is 250 euros in US dollars?", []),
+        ("Add 2 and 3.", []),  # words under four letters name nothing
+    ],
+)
+def test_the_tool_a_message_asks_for_by_name(message: str, asked: list[str]) -> None:
+    from cortex_kernel.runtime.drift import tools_asked_for
+
+    assert tools_asked_for(message, ["to_fahrenheit", "celsiusToKelvin", "add"]) == asked
