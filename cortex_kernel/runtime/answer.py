@@ -17,7 +17,7 @@ from ..exceptions import VariableReferenceError
 from .grounding import Evidence, GroundingReport, check
 from .nodes import ActionNode, NodeState
 from .ports import FeedSlot, Message
-from .references import find_references, interpolate_text, resolve_path
+from .references import find_references, interpolate_text, path_text, resolve_path
 
 __all__: list[str] = []
 
@@ -45,7 +45,7 @@ def read_id_paths(
         except KeyError:
             continue
         except VariableReferenceError:
-            rest = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in ref.path[1:])
+            rest = path_text(ref.path[1:])
             out += [text[at : ref.start], f"${key}{rest}"]
             at = ref.end
             read.append((ref.text, f"${key}{rest}"))

@@ -177,6 +177,12 @@ def tools_asked_for(message: str, names: Sequence[str]) -> list[str]:
     return asked
 
 
+def computing_tool_asked_for(message: str, specs: list[dict[str, Any]]) -> str | None:
+    """The one tool that computes (:func:`computing_tools`) ``message`` asks for by name, if any."""
+    asked = tools_asked_for(message, computing_tools(specs))
+    return asked[0] if len(asked) == 1 else None
+
+
 def figure_check_message(
     protocol: str, figures: list[str], *, failed: bool = False, tool: str | None = None
 ) -> str:

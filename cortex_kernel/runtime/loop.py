@@ -60,7 +60,7 @@ from .drift import (
     IMAGINED_RESULT_WARNING,
     RETRYABLE_STATES,
     RepeatedFailures,
-    computing_tools,
+    computing_tool_asked_for,
     echoed_feeds,
     figure_check_message,
     imagined_result,
@@ -69,7 +69,6 @@ from .drift import (
     restated_message,
     stuck_message,
     tool_in_answer_message,
-    tools_asked_for,
     tools_called_in,
     tools_named_in,
     uncalled_tool_message,
@@ -727,9 +726,9 @@ class Run:
         # Only the tool the user asked for by name ("in Fahrenheit") is named:
         # offered several, the model took the first, whatever it computes
         # (to_fahrenheit for a sum); given the only one, it fed it a population.
-        tools = [] if failed else computing_tools(self.context.tools.specs())
-        asked = tools_asked_for(self.message, tools)
-        tool = asked[0] if len(asked) == 1 else None
+        tool = (
+            None if failed else computing_tool_asked_for(self.message, self.context.tools.specs())
+        )
         message = figure_check_message(self.config.protocol, figures, failed=failed, tool=tool)
         return said, message, tool
 
@@ -737,12 +736,11 @@ class Run:
         # "…right now, in Fahrenheit?" answered "21 °C in Fahrenheit.": the
         # tool that computes what the user asked for by name was never called.
         assert self.scheduler is not None
-        tools = computing_tools(self.context.tools.specs())
-        asked = tools_asked_for(self.message, tools)
-        if len(asked) != 1 or any(n.action.name == asked[0] for n in self.scheduler.nodes.values()):
+        tool = computing_tool_asked_for(self.message, self.context.tools.specs())
+        if tool is None or any(n.action.name == tool for n in self.scheduler.nodes.values()):
             return None
-        said = f"the answer does not use {asked[0]}, which the message asks for: asked to call it"
-        return said, uncalled_tool_message(self.config.protocol, asked[0]), asked[0]
+        said = f"the answer does not use {tool}, which the message asks for: asked to call it"
+        return said, uncalled_tool_message(self.config.protocol, tool), tool
 
     def _ground(self, answer: str) -> GroundingReport | None:
         """Check the figures of the final ``answer`` against what the run saw.

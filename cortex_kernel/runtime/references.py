@@ -153,6 +153,11 @@ def _attribute(current: Any, step: str, walked: str) -> Any:
     )
 
 
+def path_text(path: Sequence[PathStep]) -> str:
+    """``path`` as written after a name: ``.field`` for a key, ``[0]`` for an index."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
+
+
 def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") -> Any:
     """Follow ``path`` into ``value``: keys for mappings, ``[i]`` indexes, public attributes.
 
@@ -174,12 +179,12 @@ def resolve_path(value: Any, path: Sequence[PathStep], *, label: str = "value") 
             else:
                 current = _attribute(current, step, walked)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            shown = f"[{step}]" if isinstance(step, int) else f".{step}"
+            shown = path_text((step,))
             raise VariableReferenceError(
                 f"${walked}{shown} does not exist: ${walked} is a "
                 f"{type(current).__name__} ({exc.__class__.__name__}); check the path"
             ) from None
-        walked += f"[{step}]" if isinstance(step, int) else f".{step}"
+        walked += path_text((step,))
     return current
 
 

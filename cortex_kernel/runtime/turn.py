@@ -80,7 +80,7 @@ class TurnReader:
     scheduler: Scheduler
     budget: Budget
     feeds: RunFeeds
-    ids: IdAllocator | None = None
+    ids: IdAllocator
 
     async def read(self, events: list[pe.ParserEvent]) -> int | None:
         """Stamp, emit and act on one feed's events.
@@ -169,8 +169,7 @@ class TurnReader:
         assert event.id is not None
         node = self.scheduler.nodes[event.id]
         if (
-            self.ids is None
-            or not event.message.startswith("duplicate id")
+            not event.message.startswith("duplicate id")
             or node.state is not NodeState.SUCCEEDED
             or event.raw_body.strip() == node.action.raw_body.strip()
         ):
