@@ -89,7 +89,7 @@ async def _run_20_turns(spec: FeedSpec, folder: Path) -> dict[str, Any]:
     path.write_text("".join(json.dumps({"content": t}) + "\n" for t in turns), encoding="utf-8")
     CALLS["n"] = 0
     tools = ToolRegistry()
-    tools.register(work)
+    tools.register(work, repeatable=True)  # the same call each turn is the point here
     session = build_session(
         f"replay:{path}",
         transcript_dir=folder,

@@ -36,7 +36,7 @@ The rules, each applied by :mod:`cortex_kernel.runtime.loop`:
   not. A small model adds up or multiplies what it looked up in its head,
   and gets it wrong.
 - **Stuck** (rule 7): the same failing action — same type and same body — a
-  third time in one run ends it with status ``stuck`` (:class:`RepeatedFailures`).
+  third time in one run ends it with status ``stuck`` (:class:`RepeatedActions`).
 """
 
 from __future__ import annotations
@@ -135,11 +135,12 @@ def restated_message(message: str) -> str:
 
 
 def stuck_message(protocol: str, stuck: str) -> str:
-    """The user message of the last turn of a run that repeated a failing action (rule 7)."""
+    """The user message of the last turn of a run that repeated an action (rule 7)."""
     where = "in plain text" if protocol == "tools" else "inside <response>...</response>"
+    what = "what failed" if "failing" in stuck else "its result"
     return (
         f"Stop: {stuck}. It is not run again. Answer the user now, {where}, "
-        "with what you know and what failed."
+        f"with what you know and {what}."
     )
 
 
@@ -309,20 +310,62 @@ def _signature(kind: str, body: Any) -> str:
         return f"{kind}:{body!r}"
 
 
-class RepeatedFailures:
-    """Counts failing actions by type and body over one run.
+class RepeatedActions:
+    """Counts actions written again by type and body over one run (rule 7).
 
     Ids, modes and output keys do not count: a model that retries the same
-    call under a new id is repeating itself all the same.
+    call under a new id is repeating itself all the same. Failures count by
+    body; successes by body and result, so a call whose result changed (a
+    status polled) is not a repeat.
     """
 
     def __init__(self, limit: int = REPEAT_LIMIT) -> None:
         self.limit = limit
         self._counts: dict[str, int] = {}
+        self._done: dict[str, int] = {}  # the bodies that succeeded alike `limit` times
 
     def failed_action(self, action: Action, error: str) -> str | None:
         """Record a failed or rejected action; the ``stuck`` message at the limit."""
         return self._add(_signature(action.type.value, action.body), action.type.value, error)
+
+    def succeeded(self, action: Action, result: str) -> str | None:
+        """Record a succeeded action and its result; the ``stuck`` message at the limit.
+
+        Qwen2.5-Coder-1.5B wrote the same code under a new id turn after
+        turn, each run giving it the result it already had, until the run's
+        turn limit.
+        """
+        key = _signature(action.type.value, action.body)
+        count = self._counts.get(f"{key}\0{result}", 0) + 1
+        self._counts[f"{key}\0{result}"] = count
+        if count < self.limit:
+            return None
+        self._done[key] = count
+        return (
+            f"the same {action.type.value} action was written {count} times in this run "
+            f"and gave the same result each time ({_short(key)})"
+        )
+
+    def refused(self, action: Action) -> str | None:
+        """Why ``action`` is not run: it failed, or gave the same result, ``limit`` times already.
+
+        The last turn after it is told so (:func:`stuck_message`); a fourth
+        attempt would end the same way, or run a side effect once more.
+        """
+        key = _signature(action.type.value, action.body)
+        done = self._done.get(key, 0)
+        if done:
+            return (
+                f"this {action.type.value} action gave the same result {done} times in this "
+                "run, written as it is now: it is not run again; answer with that result"
+            )
+        count = self._counts.get(key, 0)
+        if count < self.limit:
+            return None
+        return (
+            f"this {action.type.value} action already failed {count} times in this run, "
+            "written as it is now: it is not run again"
+        )
 
     def malformed(self, raw_body: str, error: str) -> str | None:
         """Record an action the parser could not read (same raw text = same action)."""
@@ -333,13 +376,15 @@ class RepeatedFailures:
         self._counts[key] = count
         if count < self.limit:
             return None
-        body = key.split(":", 1)[1]
-        if len(body) > 200:
-            body = body[:199] + "…"
         return (
             f"the same failing {kind} action was written {count} times in this run "
-            f"({body}); last error: {error}"
+            f"({_short(key)}); last error: {error}"
         )
+
+
+def _short(key: str) -> str:
+    body = key.split(":", 1)[1]
+    return body[:199] + "…" if len(body) > 200 else body
 
 
 # What a parameter of each JSON type looks like in a tool's example call.

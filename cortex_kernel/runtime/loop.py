@@ -59,7 +59,7 @@ from .drift import (
     ECHOED_FEEDS_WARNING,
     IMAGINED_RESULT_WARNING,
     RETRYABLE_STATES,
-    RepeatedFailures,
+    RepeatedActions,
     computing_tool_asked_for,
     echoed_feeds,
     figure_check_message,
@@ -142,7 +142,7 @@ class Run:
         self.messages: list[Message] = []  # complete turns of this run, committed
         self.budget = Budget(self.limits, parent=context.parent_budget, caller=context.caller)
         self.ids = IdAllocator()
-        self.failures = RepeatedFailures()
+        self.failures = RepeatedActions()
         self.last_thought = ""
         self._feeds_sent = ""  # the feeds message of the latest request (an echo is no answer)
         self._looked_again = False  # a turn was asked again to look at the data (once a run)
@@ -248,7 +248,9 @@ class Run:
                 self.scheduler = Scheduler(
                     tg,
                     execute=executors.execute,
-                    validate=executors.check,
+                    validate=lambda action: (
+                        self.failures.refused(action) or executors.check(action)
+                    ),
                     variables=context.variables,
                     emit=self.emit,
                     clock=self.clock,
@@ -864,12 +866,19 @@ class Run:
         )
 
     def _note_failures(self, turn: Turn, settled: list[ActionNode]) -> str | None:
-        """Count this turn's failing actions (rule 7) and free their ids (rule 5).
+        """Count this turn's repeated actions (rule 7) and free failed ones' ids (rule 5).
 
-        Returns the ``stuck`` message when one of them failed for the third time.
+        Returns the ``stuck`` message when one of them failed for the third
+        time, or gave the same result for the third time.
         """
         stuck: str | None = None
+        repeatable = self.scheduler.repeatable if self.scheduler is not None else None
         for node in settled:
+            if node.state is NodeState.SUCCEEDED:
+                if node.action.raw_body and not (repeatable and repeatable(node.action.name or "")):
+                    shown = node.shown if node.shown is not None else repr(node.result)
+                    stuck = stuck or self.failures.succeeded(node.action, shown)
+                continue
             if node.state.value not in RETRYABLE_STATES:
                 continue
             # The parser must accept the id again: a retry is a new attempt.

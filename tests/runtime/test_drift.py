@@ -40,13 +40,15 @@ def action(name: str, mode: str = "sync", attrs: str = "", **parameters: Any) ->
     return f'<action type="tool" mode="{mode}" {attrs}>{body}</action>'
 
 
-async def replay(tmp_path: Path, turns: list[str], message: str = "go") -> tuple[RunResult, Any]:
+async def replay(
+    tmp_path: Path, turns: list[str], message: str = "go", tools: tuple[Any, ...] = ()
+) -> tuple[RunResult, Any]:
     path = tmp_path / "turns.jsonl"
     write_turns(path, *turns)
     namespace: dict[str, Any] = {}
     session = build_session(model=f"replay:{path}", namespace=namespace, transcript_dir=tmp_path)
-    session.tools.register(population)
-    session.tools.register(weather)
+    for function in (population, weather, *tools):
+        session.tools.register(function)
     try:
         result = await session.run(message)
     finally:
@@ -342,6 +344,12 @@ async def test_the_same_failing_action_again_after_the_last_chance_is_stuck(
     # After the third, the model was told to stop and answer, once.
     assert told(session).count("written 3 times in this run") == 1
     assert told(session).count("It is not run again. Answer the user now") == 1
+    if "{city: Lyon" not in turns[0]:  # an unreadable action never runs
+        # As the model was told: the fourth is refused, not run.
+        last = [e for e in result.events if e.type in ("action_error", "action_failed")][-1]
+        assert last.type == "action_error"
+        assert last.message.endswith("written as it is now: it is not run again")
+        assert "it is not run again" in result.message
 
 
 async def test_after_the_third_failure_the_model_may_still_answer(tmp_path: Path) -> None:
@@ -356,6 +364,44 @@ async def test_after_the_third_failure_the_model_may_still_answer(tmp_path: Path
     )
     [warning] = [e.message for e in of_type(result, "warning") if "asked to answer" in e.message]
     assert warning.startswith("the same failing tool action was written 3 times")
+
+
+async def test_the_same_result_three_times_asks_for_the_answer(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B on a data question wrote the same code under a new
+    # id turn after turn, each run giving the result it had, to the turn limit.
+    again = [
+        action("population", attrs=f'id="a{i}" output_key="n{i}"', city="Nice") for i in range(4)
+    ]
+    result, session = await replay(tmp_path, [*again, "<response>Nice: $n0</response>"])
+    assert (result.status, result.answer) == ("ok", "Nice: 348085")
+    assert (
+        told(session).count(
+            "Stop: the same tool action was written 3 times in this run and gave the same result "
+            'each time ({"name": "population", "parameters": {"city": "Nice"}}). It is not run '
+            "again. Answer the user now, inside <response>...</response>, with what you know and "
+            "its result."
+        )
+        == 1
+    )
+    # The fourth is refused, not run.
+    [refused] = of_type(result, "action_error")
+    assert refused.id == "a3" and refused.message.endswith("answer with that result")
+    assert [e.id for e in of_type(result, "action_succeeded")] == ["a0", "a1", "a2"]
+
+
+async def test_a_call_whose_result_changes_is_not_a_repeat(tmp_path: Path) -> None:
+    states = iter(["queued", "running", "running", "done"])
+
+    def job_status() -> str:
+        """Status of the job."""
+        return next(states)
+
+    polls = [action("job_status", attrs=f'id="s{i}"') for i in range(4)]
+    result, _ = await replay(
+        tmp_path, [*polls, "<response>The job is done.</response>"], tools=(job_status,)
+    )
+    assert (result.status, result.answer) == ("ok", "The job is done.")
+    assert not of_type(result, "action_error")
 
 
 async def test_different_failures_are_not_stuck(tmp_path: Path) -> None:

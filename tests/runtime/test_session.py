@@ -208,7 +208,7 @@ async def test_no_action_no_response_ends_with_text(tmp_path: Path) -> None:
 
 
 async def test_max_turns(tmp_path: Path) -> None:
-    model = ScriptedModel([tool("add", mode="sync", a=1)] * 5)
+    model = ScriptedModel([tool("add", mode="sync", a=n) for n in range(5)])
     s = session(model, tmp_path, limits=Limits(max_turns=3))
     result = await s.run("go")
     assert result.status == "limit" and "max_turns" in result.message
