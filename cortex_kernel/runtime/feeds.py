@@ -66,6 +66,10 @@ __all__ = ["FeedRegistry", "FeedSpec", "feed_spec", "source_fetcher"]
 MODEL_BUILTINS = ("system_clock", "run_status")
 #: The fields of a feed model output may set besides its ``id`` and ``source`` (a name).
 MODEL_SETTINGS = ("type", "ttl", "interval", "max_bytes", "max_tokens", "description")
+#: The shortest ``interval`` model output may give a ``periodic`` feed, in
+#: seconds: a declared source called a thousand times a second is a
+#: denial of service the user never asked for (OWASP LLM10).
+MODEL_MIN_INTERVAL = 1.0
 
 #: Counts the tokens of a text (the composition root injects litellm's offline counter).
 TokenCounter = Callable[[str], int]
@@ -236,6 +240,16 @@ class FeedRegistry:
             raise ActionError(
                 f"a context feed from model output may set only {', '.join(allowed)} "
                 f"(got {', '.join(extra)})"
+            )
+        interval = data.get("interval")
+        if (
+            isinstance(interval, int | float)
+            and not isinstance(interval, bool)
+            and interval < MODEL_MIN_INTERVAL
+        ):
+            raise ActionError(
+                f"a periodic feed from model output refreshes at most once every "
+                f"{MODEL_MIN_INTERVAL:g} s (got interval {interval:g})"
             )
         resolved = dict(data)
         source = resolved.get("source")

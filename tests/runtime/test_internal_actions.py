@@ -212,6 +212,31 @@ async def test_model_output_names_sources_and_never_writes_one(tmp_path: Path) -
     await s.aclose()
 
 
+async def test_model_output_cannot_make_a_feed_spin(tmp_path: Path) -> None:
+    feed_sources.CALLS.clear()
+    model = replay(
+        tmp_path,
+        internal(
+            "add_context_feed", "a1", id="q", type="periodic", interval=0.001, source="prices"
+        ),
+        internal("add_context_feed", "a2", id="r", type="periodic", interval=2, source="prices"),
+        internal("update_context_feed", "u1", id="r", interval=0),
+        "<response>done</response>",
+    )
+    s = build_session(model, transcript_dir=tmp_path, allowed_internal=INTERNAL_ACTIONS)
+    s.feeds.declare_source("prices", {"callable": "tests.runtime.feed_sources:prices"})
+    result = await s.run("go")
+    errors = {e.id: e.message for e in result.events if e.type == "action_error"}
+    assert errors == {
+        "a1": "add_context_feed: a periodic feed from model output refreshes at most once "
+        "every 1 s (got interval 0.001)",
+        "u1": "update_context_feed: a periodic feed from model output refreshes at most once "
+        "every 1 s (got interval 0)",
+    }
+    assert [(spec.id, spec.interval) for spec in s.feeds.specs] == [("r", 2)]
+    await s.aclose()
+
+
 async def test_tool_feed_and_run_status(tmp_path: Path) -> None:
     model = replay(
         tmp_path,
