@@ -130,3 +130,24 @@ def test_agent_cell_with_a_missing_replay_file_shows_no_running_view(
         for m in result.of_type("display_data", "update_display_data")
     ]
     assert not any("[running]" in text for text in shown[-1:]), shown
+
+
+def test_a_stuck_runs_answer_shows_in_the_saved_view(cortex: Kernel, tmp_path: Path) -> None:
+    # Told to answer after a failing call written three times, the model
+    # stated a figure no result gives, and again when asked to check it: the
+    # cell raises `stuck`, and its answer showed nowhere in the saved notebook.
+    cortex.python(RATIO_TOOL)
+    failing = (
+        '<action type="tool" id="r">{"name": "ratio", "parameters": {"a": 1, "b": 0}}</action>'
+    )
+    guess = "<response>The ratio is 1,000,000.</response>"
+    turns = tmp_path / "stuck.jsonl"
+    turns.write_text(
+        "".join(json.dumps({"content": t}) + "\n" for t in [failing] * 3 + [guess] * 2)
+    )
+    result = cortex.run(f"%%agent --model replay:{turns}\nratio of 1 and 0?")
+    assert result.status == "error" and result.reply["content"]["ename"] == "RunFailed"
+    final = result.of_type("update_display_data")[-1]["content"]["data"]
+    answer = "The ratio is 1,000,000 *(unverified)*."
+    assert f"<i>answer given (stuck):</i> {answer}" in final["text/html"]
+    assert f"answer given (stuck):\n  | {answer}" in final["text/plain"]

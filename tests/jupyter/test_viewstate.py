@@ -187,6 +187,31 @@ def test_static_renderings() -> None:
     assert "<details>" in html and "set_variable" in html and "<script" not in html
 
 
+def test_static_renderings_show_the_answer_of_a_stuck_run() -> None:
+    # The cell raises the status: the answer, kept in _run.answer, showed
+    # nowhere in a saved notebook.
+    events = run_events()
+    events[-1] = RunFinished(
+        t=0.5,
+        status="stuck",
+        message="the same failing tool action was written 4 times in this run",
+        answer="Atlantis has <b>1,000,000</b> people.",
+    )
+    state = RunState()
+    for event in events:
+        state.apply(event)
+    text = render_text(state.doc)
+    assert text.endswith("answer given (stuck):\n  | Atlantis has <b>1,000,000</b> people.")
+    assert "*answer given (stuck):*\n\nAtlantis has \\<b\\>" in render_markdown(state.doc)
+    html = render_html(state.doc)
+    assert "<i>answer given (stuck):</i> Atlantis has &lt;b&gt;1,000,000&lt;/b&gt; people." in html
+    # An ok run's answer is the cell's result, not repeated in the view.
+    state = RunState()
+    for event in run_events():
+        state.apply(event)
+    assert "answer given" not in render_text(state.doc) + render_html(state.doc)
+
+
 def test_static_text_is_stable_before_the_run() -> None:
     assert render_text(RunState().doc) == "Cortex run [running]"
 

@@ -103,6 +103,20 @@ def approval_head(approval: dict[str, Any]) -> str:
     return head + (f", asked by {approval['asker']}" if approval.get("asker") else "")
 
 
+def unaccepted_answer(doc: dict[str, Any]) -> str:
+    """The answer of a run that ended ``stuck``, ``limit`` or ``error``, if it gave one.
+
+    The cell shows the answer of a run that ended ``ok`` or ``incomplete``
+    (and a ``no_answer`` run's provisional one) as its result; any other
+    run raises its status, and its answer, kept in ``_run.answer``, would
+    show nowhere in a saved notebook.
+    """
+    if doc["status"] in ("running", "ok", "incomplete", "no_answer"):
+        return ""
+    finals = [r["text"] for r in doc["responses"] if r["final"] and r["text"].strip()]
+    return str(doc.get("answer") or (finals[-1] if finals else "")).strip()
+
+
 def render_text(doc: dict[str, Any]) -> str:
     """A stable plain-text summary: status and the action tree, no timings.
 
@@ -130,6 +144,9 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"  {waiting_text(doc['waiting'])}")
     if doc.get("status_message") and doc["status"] != "ok":
         lines.append(f"  {doc['status_message']}")
+    if unaccepted_answer(doc):
+        lines.append(f"  answer given ({doc['status']}):")
+        lines.extend(f"  | {line}" for line in unaccepted_answer(doc).split("\n"))
     # Terminals print it (jupyter console): model text must not drive them.
     return terminal_safe("\n".join(lines))
 
@@ -195,6 +212,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
             parts.append(f"*{literal_markdown(response['text'].strip())}*")
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         parts.append(f"**{doc['status']}**: {literal_markdown(doc['status_message'])}")
+    if unaccepted_answer(doc):
+        parts.append(
+            f"*answer given ({doc['status']}):*\n\n{literal_markdown(unaccepted_answer(doc))}"
+        )
     return "\n\n".join(parts)
 
 
@@ -339,6 +360,11 @@ def render_html(doc: dict[str, Any], figures: Mapping[str, Sequence[bytes]] | No
             out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
+    if unaccepted_answer(doc):
+        out.append(
+            f'<div style="white-space: pre-wrap"><i>answer given ({esc(doc["status"])}):</i> '
+            f"{esc(unaccepted_answer(doc))}</div>"
+        )
     if doc.get("dashboard") and safe_url(doc["dashboard"]):
         link = esc(doc["dashboard"], quote=True)
         out.append(f'<div><a href="{link}" target="_blank">Dask dashboard</a></div>')
