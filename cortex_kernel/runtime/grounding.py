@@ -15,7 +15,8 @@ where they are not ambiguous:
 
 - ``7,174,195`` and ``1,234.5``; ``7 174 195`` (space, no-break or thin
   space); ``7.174.195`` and ``1.234,5`` (dot groups: two or more, or with a
-  decimal comma). ``1,234`` and ``1.234`` are both readings (1234 and 1.234);
+  decimal comma). ``1,234`` and ``1.234`` are both readings (1234 and 1.234),
+  and so is ``1008,156`` (1008.156, or 1008156 with its separator misplaced);
   ``3,5`` is the decimal 3.5 or the two numbers 3 and 5 (either grounds it).
 - ``12%``, ``12 percent``, ``5 pp`` (12 and 0.12 both match); ``$5``,
   ``€3.2m``, ``5k``, ``2bn``, ``1.2 million`` (the scaled and the bare
@@ -419,7 +420,13 @@ def _candidates(token: str) -> tuple[list[tuple[float, float]], bool] | None:
     if match := _DECIMAL.fullmatch(token):
         return [(float(token), _unit("", len(match.group(1))))], False
     if match := _DECIMAL_COMMA.fullmatch(token):
-        return [(float(token.replace(",", ".")), _unit("", len(match.group(1))))], True
+        out = [(float(token.replace(",", ".")), _unit("", len(match.group(1))))]
+        if len(match.group(1)) == 3:
+            # "1008,156": the thousands separator misplaced (Qwen2.5-Coder-1.5B
+            # writing 1008156); read as that whole number too.
+            digits = token.replace(",", "")
+            out.append((float(digits), _unit(digits, 0)))
+        return out, True
     return None
 
 

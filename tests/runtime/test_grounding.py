@@ -134,6 +134,12 @@ def test_ambiguous_separators_keep_both_readings() -> None:
     (decimal_comma,) = figures("3,5")
     assert decimal_comma.value == 3.5 and decimal_comma.splittable
     assert texts("1,2,3") == ["1", "2", "3"]
+    # Qwen2.5-Coder-1.5B wrote 1008156 as "1008,156": checked as unverified,
+    # it looked the population up again and answered it undoubled.
+    (misgrouped,) = figures("1008,156")
+    assert [v for v, _ in misgrouped.readings] == [1008.156, 1008156.0]
+    (two_decimals,) = figures("1008,15")
+    assert [v for v, _ in two_decimals.readings] == [1008.15]
 
 
 def test_precision_and_scale_set_the_tolerance() -> None:
