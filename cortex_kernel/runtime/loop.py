@@ -81,6 +81,7 @@ from .limits import Budget
 from .nodes import ActionNode, NodeState
 from .ports import CompletionRequest, ExecutionContext, ExecutorSet, Message, PromptContext
 from .references import find_references
+from .results import render_value
 from .run_context import RunContext
 from .run_events import (
     AnyEvent,
@@ -876,7 +877,7 @@ class Run:
         for node in settled:
             if node.state is NodeState.SUCCEEDED:
                 if node.action.raw_body and not (repeatable and repeatable(node.action.name or "")):
-                    shown = node.shown if node.shown is not None else repr(node.result)
+                    shown = node.shown if node.shown is not None else render_value(node.result)
                     stuck = stuck or self.failures.succeeded(node.action, shown)
                 continue
             if node.state.value not in RETRYABLE_STATES:
