@@ -54,11 +54,8 @@ __all__ = ["PROMPT_VERSION", "ProtocolPrompt"]
 #: never more than two), and it answers directly when no tool fits. Version
 #: 6's example answer shows the results through their variables (``$rome``):
 #: shown the figures written out, a 1.5B model wrote its ``$`` answer as a
-#: progress note and the figures again in its final response. Version 7's
-#: example thought is "I need the temperature of each city.": version 6's
-#: "they are independent, so I start both at once" was copied into tasks
-#: asking one thing ("start both at once"), then the same call written twice.
-PROMPT_VERSION = "7"
+#: progress note and the figures again in its final response.
+PROMPT_VERSION = "6"
 
 # Short on purpose: a CPU model reads the system prompt at ~50 tokens/s before
 # its first token, and with the protocol grammar it cannot write bad syntax,
@@ -92,7 +89,7 @@ unchanged: correct it or explain the failure in your answer.
 
 #: The assistant turns of the worked example, in order.
 WORKED_EXAMPLE_TURNS: tuple[str, ...] = (
-    """<thought>I need the temperature of each city.</thought>
+    """<thought>I need both temperatures; they are independent, so I start both at once.</thought>
 <action type="tool" mode="async" id="o" output_key="oslo">\
 {"name": "get_temperature", "parameters": {"city": "Oslo"}}</action>
 <action type="tool" mode="async" id="r" output_key="rome">\
