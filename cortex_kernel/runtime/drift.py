@@ -322,11 +322,20 @@ class RepeatedActions:
     def __init__(self, limit: int = REPEAT_LIMIT) -> None:
         self.limit = limit
         self._counts: dict[str, int] = {}
-        self._done: dict[str, int] = {}  # the bodies that succeeded alike `limit` times
+        # The bodies not to run again, with why: checked for every action
+        # submitted, so the body is only serialised once one exists.
+        self._refused: dict[str, str] = {}
 
     def failed_action(self, action: Action, error: str) -> str | None:
         """Record a failed or rejected action; the ``stuck`` message at the limit."""
-        return self._add(_signature(action.type.value, action.body), action.type.value, error)
+        key = _signature(action.type.value, action.body)
+        stuck = self._add(key, action.type.value, error)
+        if stuck is not None and key not in self._refused:
+            self._refused[key] = (
+                f"this {action.type.value} action already failed {self._counts[key]} times "
+                "in this run, written as it is now: it is not run again"
+            )
+        return stuck
 
     def succeeded(self, action: Action, result: str) -> str | None:
         """Record a succeeded action and its result; the ``stuck`` message at the limit.
@@ -336,11 +345,15 @@ class RepeatedActions:
         turn limit.
         """
         key = _signature(action.type.value, action.body)
-        count = self._counts.get(f"{key}\0{result}", 0) + 1
-        self._counts[f"{key}\0{result}"] = count
+        seen = f"{key}\0{hash(result)}"  # the result's hash: a large result is not kept
+        count = self._counts.get(seen, 0) + 1
+        self._counts[seen] = count
         if count < self.limit:
             return None
-        self._done[key] = count
+        self._refused[key] = (
+            f"this {action.type.value} action gave the same result {count} times in this "
+            "run, written as it is now: it is not run again; answer with that result"
+        )
         return (
             f"the same {action.type.value} action was written {count} times in this run "
             f"and gave the same result each time ({_short(key)})"
@@ -352,20 +365,9 @@ class RepeatedActions:
         The last turn after it is told so (:func:`stuck_message`); a fourth
         attempt would end the same way, or run a side effect once more.
         """
-        key = _signature(action.type.value, action.body)
-        done = self._done.get(key, 0)
-        if done:
-            return (
-                f"this {action.type.value} action gave the same result {done} times in this "
-                "run, written as it is now: it is not run again; answer with that result"
-            )
-        count = self._counts.get(key, 0)
-        if count < self.limit:
+        if not self._refused:
             return None
-        return (
-            f"this {action.type.value} action already failed {count} times in this run, "
-            "written as it is now: it is not run again"
-        )
+        return self._refused.get(_signature(action.type.value, action.body))
 
     def malformed(self, raw_body: str, error: str) -> str | None:
         """Record an action the parser could not read (same raw text = same action)."""
