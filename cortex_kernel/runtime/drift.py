@@ -44,12 +44,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..protocol.models import Action
 
 __all__ = ["schema_as_parameters_message"]
 
+#: How a repeated failure's ``stuck`` message starts (a repeated result's does not).
+_FAILING: Final = "the same failing "
 #: How many times the same failing action may be written before the run is stuck.
 REPEAT_LIMIT = 3
 
@@ -137,7 +139,7 @@ def restated_message(message: str) -> str:
 def stuck_message(protocol: str, stuck: str) -> str:
     """The user message of the last turn of a run that repeated an action (rule 7)."""
     where = "in plain text" if protocol == "tools" else "inside <response>...</response>"
-    what = "what failed" if "failing" in stuck else "its result"
+    what = "what failed" if stuck.startswith(_FAILING) else "its result"
     return (
         f"Stop: {stuck}. It is not run again. Answer the user now, {where}, "
         f"with what you know and {what}."
@@ -379,7 +381,7 @@ class RepeatedActions:
         if count < self.limit:
             return None
         return (
-            f"the same failing {kind} action was written {count} times in this run "
+            f"{_FAILING}{kind} action was written {count} times in this run "
             f"({_short(key)}); last error: {error}"
         )
 

@@ -344,6 +344,7 @@ async def test_the_same_failing_action_again_after_the_last_chance_is_stuck(
     # After the third, the model was told to stop and answer, once.
     assert told(session).count("written 3 times in this run") == 1
     assert told(session).count("It is not run again. Answer the user now") == 1
+    assert told(session).count("with what you know and what failed.") == 1
     if "{city: Lyon" not in turns[0]:  # an unreadable action never runs
         # As the model was told: the fourth is refused, not run.
         last = [e for e in result.events if e.type in ("action_error", "action_failed")][-1]
