@@ -84,7 +84,9 @@ class TwoTypesParser(FastParser):
 
 
 def test_a_parser_known_to_be_fast_meets_the_goal() -> None:
-    result = bench.measure(FastParser, size=SIZE, repeat=1)
+    # Best of three, as the benchmark reports: one pass's p99 of 72 calls is
+    # its slowest call, and one preemption by a neighbour would be it.
+    result = bench.measure(FastParser, size=SIZE, repeat=3)
     assert all(row["ratio"] >= bench.GOAL_RATIO for row in result["chunks"].values())
     assert result["dispatch_latency_us"]["samples"] > 0
     assert result["event_types"] == {"action_parsed": ["_Event"]}
