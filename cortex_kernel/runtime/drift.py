@@ -52,6 +52,7 @@ __all__ = ["schema_as_parameters_message"]
 
 #: How a repeated failure's ``stuck`` message starts (a repeated result's does not).
 _FAILING: Final = "the same failing "
+
 #: How many times the same failing action may be written before the run is stuck.
 REPEAT_LIMIT = 3
 

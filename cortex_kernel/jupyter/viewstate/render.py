@@ -144,9 +144,9 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"  {waiting_text(doc['waiting'])}")
     if doc.get("status_message") and doc["status"] != "ok":
         lines.append(f"  {doc['status_message']}")
-    if unaccepted_answer(doc):
+    if given := unaccepted_answer(doc):
         lines.append(f"  answer given ({doc['status']}):")
-        lines.extend(f"  | {line}" for line in unaccepted_answer(doc).split("\n"))
+        lines.extend(f"  | {line}" for line in given.split("\n"))
     # Terminals print it (jupyter console): model text must not drive them.
     return terminal_safe("\n".join(lines))
 
@@ -212,10 +212,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
             parts.append(f"*{literal_markdown(response['text'].strip())}*")
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         parts.append(f"**{doc['status']}**: {literal_markdown(doc['status_message'])}")
-    if unaccepted_answer(doc):
-        parts.append(
-            f"*answer given ({doc['status']}):*\n\n{literal_markdown(unaccepted_answer(doc))}"
-        )
+    if given := unaccepted_answer(doc):
+        parts.append(f"*answer given ({doc['status']}):*\n\n{literal_markdown(given)}")
     return "\n\n".join(parts)
 
 
@@ -360,10 +358,10 @@ def render_html(doc: dict[str, Any], figures: Mapping[str, Sequence[bytes]] | No
             out.append(f'<div style="white-space: pre-wrap"><i>{esc(response["text"])}</i></div>')
     if doc["status"] not in ("running", "ok") and doc.get("status_message"):
         out.append(f'<div style="color: #b00">{esc(doc["status_message"])}</div>')
-    if unaccepted_answer(doc):
+    if given := unaccepted_answer(doc):
         out.append(
             f'<div style="white-space: pre-wrap"><i>answer given ({esc(doc["status"])}):</i> '
-            f"{esc(unaccepted_answer(doc))}</div>"
+            f"{esc(given)}</div>"
         )
     if doc.get("dashboard") and safe_url(doc["dashboard"]):
         link = esc(doc["dashboard"], quote=True)
