@@ -9,8 +9,9 @@
    distinct tool set before it is sent; p50).
 2. **Stacks per character** — llama.cpp's sampler checks every candidate
    token against every live stack of the grammar, so the stacks alive at
-   each character of a typical turn (two async tool calls in a thought and
-   a final response) are its cost per token, independent of the model.
+   each character of a typical turn (two async tool calls, the second in a
+   thought, and a progress note) are its cost per token, independent of
+   the model.
    Counted with the tests' recognizer, which keeps llama.cpp's stacks
    (``tests/llm/gbnf.py``): max and mean, and that recognizer's own time
    per character in Python (a relative figure; llama.cpp's is native).
@@ -94,15 +95,15 @@ def context(count: int) -> PromptContext:
 
 
 def sample_turn(count: int) -> str:
-    """A turn of the kind small models write: two calls in a thought, then a progress note.
+    """A turn of the kind small models write: a call, another in a thought, a progress note.
 
     (Not the answer: the grammar keeps it for the turn the results open.)
     """
     first, second = tool(0)["name"], tool(count - 1)["name"]
     return (
-        "<thought>Both cities at once.\n"
         f'<action type="tool" mode="async" id="p" output_key="paris">{{"name": "{first}", '
         '"parameters": {"city": "Paris", "unit": "metric"}}</action>\n'
+        "<thought>Lyon at once too.\n"
         f'<action type="tool" mode="async" id="l" output_key="lyon">{{"name": "{second}", '
         '"parameters": {"city": "Lyon", "limit": 3, "near": {"lat": 45.7, "lon": 4.8}}}</action>'
         '\nThen I answer.</thought>\n<response final="false">Paris: $paris, Lyon: $lyon.</response>'

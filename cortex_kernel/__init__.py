@@ -24,7 +24,7 @@ __all__ = [
     *_EXPORTS,
 ]
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, __all__)
 

@@ -28,14 +28,20 @@ What the grammar allows (a strict subset of what the parser accepts)
   Parameters follow the tool's JSON schema (see :class:`_Compiler`), and
   wherever a value that is not a string may go, a ``"$name.path[0]"``
   reference may go too (a string already admits one).
-- A turn ends after a ``sync`` action (the runtime cuts it there anyway) or
-  a final response; it may also end after any element. No final response
-  comes after an ``async`` action in the same turn: it would be written
-  before that result (a small model guesses the figures there); the turn
-  ends, and the next one opens with the result. A progress note there is
-  the turn's last element: after one, a small model wrote the same calls
-  again, note after note, or a ``sync`` call of anything to end its turn.
-  At most ``max_elements``
+- A turn opens with an action or a response, never a thought: a small
+  model's opening thought restated the request in its own words, which its
+  calls then copied ("Homo sapiens" for "human"), and named tools that do
+  not exist, which the tool-name slot then forced onto one that does.
+- Actions are ``async`` or ``fire_and_forget``; ``sync`` cannot be written.
+  A small model chose ``sync`` for the first of several calls asked for
+  together, which ends the turn after one of them; ``async`` ends a turn as
+  safely here, because no final response comes after an ``async`` action in
+  the same turn: it would be written before that result (a small model
+  guesses the figures there); the turn ends, and the next one opens with
+  the result. A turn may end after any element but a thought. A progress
+  note after an ``async`` action is the turn's last element: after one, a
+  small model wrote the same calls again, note after note, or another call
+  of anything to end its turn. At most ``max_elements``
   thoughts, actions and progress responses come before the last element
   (default :data:`DEFAULT_MAX_ELEMENTS`): an end to a model that repeats an
   action until ``max_tokens``. The grammar cannot stop a model from writing
@@ -167,7 +173,6 @@ _BLOCKS: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     ),
     "mode-async": (r'"\" mode=\"async\"" attrs ">"', ("attrs",)),
     "mode-faf": (r'"\" mode=\"fire_and_forget\"" attrs ">"', ("attrs",)),
-    "mode-sync": (r'"\" mode=\"sync\"" attrs ">"', ("attrs",)),
     "progress": (r'"<response final=\"false\">" rtext "</response>"', ("rtext",)),
     "final": (r'"<response final=\"true\">" rtext "</response>" ws', ("rtext", "ws")),
 }
@@ -626,7 +631,7 @@ def protocol_grammar(
         their parameters) and the internal actions allowed.
     max_elements
         Thoughts, actions and progress responses a turn may hold before its
-        last element (a final response or a ``sync`` action).
+        last element (a final response or an action).
     references
         Whether ``"$name"`` references may stand where non-string values go.
 
@@ -647,15 +652,15 @@ def protocol_grammar(
     if max_elements < 0:
         raise ValueError("max_elements must be >= 0")
     compiler = _Compiler(references=references)
-    compiler.rules["root"] = f"{compiler.use('ws')} s{max_elements}"
+    compiler.rules["root"] = f"{compiler.use('ws')} first"
     _turn(compiler, max_elements)
     kinds = _kinds(compiler, context)
-    for rule, mode in (("act", "mode-async"), ("act-faf", "mode-faf"), ("act-sync", "mode-sync")):
+    for rule, mode in (("act", "mode-async"), ("act-faf", "mode-faf")):
         options = " | ".join(f"{literal(kind)} {compiler.use(mode)} {body}" for kind, body in kinds)
         compiler.rules[rule] = rf'"<action type=\"" ({options}) "</action>"'
     # The turn's rules first, for a reader; the order means nothing to llama.cpp.
-    order = ["root", *(f"{p}{k}" for p in "stwu" for k in range(max_elements, -1, -1))]
-    order += ["act", "act-faf", "act-sync"]
+    levels = range(max(max_elements - 1, 0), -1, -1)
+    order = ["root", "first", *(f"{p}{k}" for p in "stwu" for k in levels), "act", "act-faf"]
     ordered = {name: compiler.rules[name] for name in order}
     compiler.rules = {**ordered, **compiler.rules}
     return compiler.text()
@@ -664,34 +669,34 @@ def protocol_grammar(
 def _turn(compiler: _Compiler, levels: int) -> None:
     """The rules of a turn's elements, ``k`` the elements to spare before its last.
 
-    ``s{k}``: between elements; ``t{k}``: the rest of a thought. ``w{k}`` and
-    ``u{k}``: the same once an ``async`` action (``act``) was written, when
-    no final response may come (it would be written before that result) and
-    a progress note ends the turn.
-    ``act-faf`` is a ``fire_and_forget`` action, ``act-sync`` a ``sync`` one
-    (the turn ends there).
+    ``first``: a turn's first element, anything but a thought. ``s{k}``:
+    between elements; ``t{k}``: the rest of a thought. ``w{k}`` and ``u{k}``:
+    the same once an ``async`` action (``act``) was written, when no final
+    response may come (it would be written before that result) and a
+    progress note ends the turn. ``act-faf`` is a ``fire_and_forget`` action.
+    A thought is closed before the turn ends.
     """
     ws, ttext = compiler.use("ws"), compiler.use("ttext")
     final, progress = compiler.use("final"), compiler.use("progress")
-    compiler.rules["s0"] = f"{final} | act-sync"
-    compiler.rules["t0"] = f'"</thought>" {ws} s0? | act-sync'
-    compiler.rules["w0"] = "act-sync"
-    compiler.rules["u0"] = f'"</thought>" {ws} w0? | act-sync'
+    compiler.rules["s0"] = f"{final} | act"
+    compiler.rules["t0"] = f'"</thought>" {ws} s0?'
+    compiler.rules["w0"] = "act"
+    compiler.rules["u0"] = f'"</thought>" {ws} w0?'
     for k in range(1, levels + 1):
         j = k - 1
-        compiler.rules[f"s{k}"] = (
-            f'"<thought>" {ttext} t{j} | act {ws} w{j}? | act-faf {ws} s{j}? '
-            f"| {progress} {ws} s{j}? | {final} | act-sync"
-        )
+        after = f"act {ws} w{j}? | act-faf {ws} s{j}? | {progress} {ws} s{j}? | {final}"
+        if k == levels:  # the turn's first element
+            compiler.rules["first"] = after
+            break
+        compiler.rules[f"s{k}"] = f'"<thought>" {ttext} t{j} | {after}'
         compiler.rules[f"t{k}"] = (
-            f'"</thought>" {ws} s{k}? | act {ttext} u{j} | act-faf {ttext} t{j} | act-sync'
+            f'"</thought>" {ws} s{k}? | act {ttext} u{j} | act-faf {ttext} t{j}'
         )
         compiler.rules[f"w{k}"] = (
-            f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? | {progress} {ws} | act-sync'
+            f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? | {progress} {ws}'
         )
-        compiler.rules[f"u{k}"] = (
-            f'"</thought>" {ws} w{k}? | (act | act-faf) {ttext} u{j} | act-sync'
-        )
+        compiler.rules[f"u{k}"] = f'"</thought>" {ws} w{k}? | (act | act-faf) {ttext} u{j}'
+    compiler.rules.setdefault("first", "s0")
 
 
 def _field(name: str, sp: str) -> str:

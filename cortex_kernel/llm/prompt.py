@@ -54,8 +54,11 @@ __all__ = ["PROMPT_VERSION", "ProtocolPrompt"]
 #: never more than two), and it answers directly when no tool fits. Version
 #: 6's example answer shows the results through their variables (``$rome``):
 #: shown the figures written out, a 1.5B model wrote its ``$`` answer as a
-#: progress note and the figures again in its final response.
-PROMPT_VERSION = "6"
+#: progress note and the figures again in its final response. Version 8's
+#: example opens with its actions, no thought (7 was an experiment not kept):
+#: a small model's opening thought restated the request in its own words,
+#: which its calls then copied, and named tools that do not exist.
+PROMPT_VERSION = "8"
 
 # Short on purpose: a CPU model reads the system prompt at ~50 tokens/s before
 # its first token, and with the protocol grammar it cannot write bad syntax,
@@ -89,8 +92,7 @@ unchanged: correct it or explain the failure in your answer.
 
 #: The assistant turns of the worked example, in order.
 WORKED_EXAMPLE_TURNS: tuple[str, ...] = (
-    """<thought>I need both temperatures; they are independent, so I start both at once.</thought>
-<action type="tool" mode="async" id="o" output_key="oslo">\
+    """<action type="tool" mode="async" id="o" output_key="oslo">\
 {"name": "get_temperature", "parameters": {"city": "Oslo"}}</action>
 <action type="tool" mode="async" id="r" output_key="rome">\
 {"name": "get_temperature", "parameters": {"city": "Rome"}}</action>""",

@@ -288,13 +288,13 @@ DRIFTING = (
     '<action type="tool" mode="sync" id="p2" output_key="lyon">'
     '{"name": "population", "parameters": {"city": "Lyon"}}</action>'
 )
-# What it writes when those are masked.
+# What it writes when those are masked (no thought first, no sync action).
 WELL_FORMED = (
-    "<thought>I look up both cities.\n"
     '<action type="tool" mode="async" id="p1" output_key="paris">'
     '{"name": "population", "parameters": {"city": "Paris"}}</action>\n'
-    '<action type="tool" mode="sync" id="p2" output_key="lyon">'
-    '{"name": "population", "parameters": {"city": "Lyon"}}</action>'
+    "<thought>Lyon too.\n"
+    '<action type="tool" mode="async" id="p2" output_key="lyon">'
+    '{"name": "population", "parameters": {"city": "Lyon"}}</action></thought>'
 )
 ANSWER = '<response final="true">Paris: $paris, Lyon: $lyon.</response>'
 
@@ -384,14 +384,14 @@ async def test_the_check_turn_of_a_worked_out_figure_may_call_only_the_tool_aske
         return a * b
 
     lookup = (
-        '<action type="tool" mode="sync" id="p" output_key="p">'
+        '<action type="tool" mode="async" id="p" output_key="p">'
         '{"name": "population", "parameters": {"city": "Lyon"}}</action>'
     )
     server.get_routes["/props"] = (200, LLAMA_CPP_PROPS)
     server.stream(lookup)
     server.stream('<response final="true">Twice that is 1,040,001.</response>')
     server.stream(
-        '<action type="tool" mode="sync" id="m" output_key="twice">'
+        '<action type="tool" mode="async" id="m" output_key="twice">'
         '{"name": "multiply", "parameters": {"a": "$p", "b": 2}}</action>'
     )
     server.stream('<response final="true">Twice that is $twice.</response>')
@@ -407,7 +407,7 @@ async def test_the_check_turn_of_a_worked_out_figure_may_call_only_the_tool_aske
     assert check(check_grammar) is None
     assert accepts(
         check_grammar,
-        '<action type="tool" mode="sync" id="m2">'
+        '<action type="tool" mode="async" id="m2">'
         '{"name": "multiply", "parameters": {"a": 1, "b": 2}}</action>',
     )
     assert not accepts(check_grammar, lookup.replace('id="p"', 'id="p2"'))

@@ -46,7 +46,7 @@ def grammar_of(**fields: Any) -> Matcher:
     return Matcher(protocol_grammar(PromptContext(**fields)))
 
 
-def action(body: str, attrs: str = 'type="tool" mode="sync"') -> str:
+def action(body: str, attrs: str = 'type="tool" mode="async"') -> str:
     return f"<action {attrs}>{body}</action>"
 
 
@@ -76,17 +76,19 @@ CALL = '{"name": "population", "parameters": {"city": "Paris"}}'
             action('{"name": "log_request", "parameters": {"topic": "x"}}'), id="the example's tool"
         ),
         pytest.param(
-            action(CALL, 'type="tool" mode="sync" output_key="pop paris"'),
+            action(CALL, 'type="tool" mode="async" output_key="pop paris"'),
             id="an output_key that is no identifier",
         ),
         pytest.param(action(CALL, 'type="tool"'), id="no mode"),
-        pytest.param(action(CALL, 'type="search" mode="sync"'), id="an unknown type"),
-        pytest.param(action(CALL, 'type="agent" mode="sync"'), id="a type the session lacks"),
-        pytest.param(action(CALL, 'mode="sync" type="tool"'), id="attributes in another order"),
-        pytest.param(action(CALL, "type='tool' mode='sync'"), id="single quotes"),
-        pytest.param(action(CALL, 'type="tool" mode="sync" timeout="0"'), id="timeout 0"),
+        pytest.param(action(CALL, 'type="search" mode="async"'), id="an unknown type"),
+        pytest.param(action(CALL, 'type="agent" mode="async"'), id="a type the session lacks"),
+        pytest.param(action(CALL, 'mode="async" type="tool"'), id="attributes in another order"),
+        pytest.param(action(CALL, "type='tool' mode='async'"), id="single quotes"),
+        pytest.param(action(CALL, 'type="tool" mode="async" timeout="0"'), id="timeout 0"),
+        pytest.param(action(CALL, 'type="tool" mode="sync"'), id="a sync action"),
+        pytest.param("<thought>Paris.</thought>" + action(CALL), id="a thought first"),
         pytest.param("Let me look it up. " + action(CALL), id="text outside any element"),
-        pytest.param(action(CALL) + "\nmore text", id="anything after a sync action"),
+        pytest.param(action(CALL) + "\nmore text", id="text after an action"),
         pytest.param(
             '<response final="true">a</response><response final="true">b</response>',
             id="anything after the final response",
@@ -135,10 +137,11 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
         'timeout="30" retries="2"'
     )
     turn = (
-        "\n<thought>Plan: a < b, and <b>bold is text.\n"
+        "\n"
+        + action(CALL, 'type="tool" mode="fire_and_forget"')
+        + "<thought>Plan: a < b, and <b>bold is text.\n"
         + action(CALL, full)
         + "\nthen</thought>\n"
-        + action(CALL, 'type="tool" mode="fire_and_forget"')
         + action('{"prompt": "Say $pop", "system": "short"}', 'type="llm" mode="async" id="l"')
         + '<response final="false">It is $pop.\n\n| a | b |</response>\n'
     )
@@ -146,11 +149,13 @@ def test_the_attributes_and_elements_the_parser_reads() -> None:
     parser = Parser()
     events = parser.feed(turn) + parser.close()
     assert [e for e in events if isinstance(e, ActionErrorEvent | WarningEvent)] == []
-    assert [e.action.id for e in events if isinstance(e, ActionParsed)] == ["p_1", "a1", "l"]
+    assert [e.action.id for e in events if isinstance(e, ActionParsed)] == ["a1", "p_1", "l"]
     assert all(e.text.isspace() for e in events if isinstance(e, Text))
-    # A sync action ends the turn, inside a thought too.
-    assert accepts(matcher, "<thought>now " + action(CALL))
-    assert not accepts(matcher, "<thought>now " + action(CALL) + "</thought>")
+    # A thought never opens a turn (Qwen2.5-Coder-1.5B restated the request
+    # there, and its calls copied that), and is closed before the turn ends.
+    assert not accepts(matcher, "<thought>now</thought>" + action(CALL))
+    assert accepts(matcher, action(CALL) + "<thought>now " + action(CALL) + "</thought>")
+    assert not accepts(matcher, action(CALL) + "<thought>now " + action(CALL))
 
 
 def test_no_final_response_in_the_turn_that_started_an_async_action() -> None:
@@ -174,7 +179,7 @@ def test_no_final_response_in_the_turn_that_started_an_async_action() -> None:
         matcher,
         started + '<response final="false">…</response><response final="false">…</response>',
     )
-    assert accepts(matcher, started + "<thought>and Lyon " + action(CALL))
+    assert accepts(matcher, started + "<thought>and Lyon " + action(CALL) + "</thought>")
     assert accepts(matcher, started + action(CALL))
     # An action whose result is never reported does not hold the answer back.
     assert accepts(matcher, action(CALL, 'type="tool" mode="fire_and_forget"') + final)
@@ -185,9 +190,9 @@ def test_a_turn_has_at_most_max_elements_before_its_last() -> None:
     final = '<response final="true">done</response>'
     matcher = Matcher(protocol_grammar(PromptContext(tools=POPULATION), max_elements=3))
     assert accepts(matcher, later * 3 + final)
-    assert accepts(matcher, "<thought>" + later * 2 + "</thought>" + action(CALL))
+    assert accepts(matcher, later + "<thought>" + later + "</thought>" + action(CALL))
     assert not accepts(matcher, later * 4 + final)
-    assert not accepts(matcher, "<thought>" + later * 3 + "</thought>")
+    assert not accepts(matcher, later + "<thought>" + later * 2 + "</thought>")
 
 
 def test_agents_relics_workflows_and_internal_actions_that_exist() -> None:
@@ -217,7 +222,7 @@ def test_agents_relics_workflows_and_internal_actions_that_exist() -> None:
         ('type="internal"', '{"name": "list_variables", "parameters": {}}'),
     ]
     for kind, body in good:
-        assert accepts(matcher, action(body, f'{kind} mode="sync"')), body
+        assert accepts(matcher, action(body, f'{kind} mode="async"')), body
     bad = [
         ('type="agent"', '{"name": "writer", "message": "x"}'),
         ('type="relic"', '{"name": "db", "operation": "drop", "parameters": {}}'),
@@ -228,7 +233,7 @@ def test_agents_relics_workflows_and_internal_actions_that_exist() -> None:
         ('type="tool"', CALL),  # no tools: no tool type
     ]
     for kind, body in bad:
-        assert not accepts(matcher, action(body, f'{kind} mode="sync"')), body
+        assert not accepts(matcher, action(body, f'{kind} mode="async"')), body
 
 
 def test_names_any_tool_may_have() -> None:
@@ -698,11 +703,11 @@ def test_large_tool_sets_keep_few_stacks() -> None:
     def turn(name: str) -> str:
         call = f'{{"name": "{name}", "parameters": {{"city": "Oslo", "days": 2}}}}'
         return (
-            "<thought>Two at once.\n"
-            + action(call, 'type="tool" mode="async" id="a" output_key="x"')
+            action(call, 'type="tool" mode="async" id="a" output_key="x"')
+            + "<thought>Two at once.\n"
             + action(call.replace("Oslo", "Rome"), 'type="tool" mode="async" id="b"')
             + "</thought>\n"
-            + action(call.replace("Oslo", "Lyon"), 'type="tool" mode="sync" id="c"')
+            + action(call.replace("Oslo", "Lyon"), 'type="tool" mode="async" id="c"')
         )
 
     small = list(stack_counts(grammar_of(tools=many_tools(4)), turn("tool_3")))
