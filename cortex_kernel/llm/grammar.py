@@ -682,13 +682,13 @@ def _turn(compiler: _Compiler, levels: int) -> None:
     compiler.rules["t0"] = f'"</thought>" {ws} s0?'
     compiler.rules["w0"] = "act"
     compiler.rules["u0"] = f'"</thought>" {ws} w0?'
-    for k in range(1, levels + 1):
+
+    def after(j: int) -> str:  # anything but a thought, ``j`` elements to spare after it
+        return f"act {ws} w{j}? | act-faf {ws} s{j}? | {progress} {ws} s{j}? | {final}"
+
+    for k in range(1, levels):
         j = k - 1
-        after = f"act {ws} w{j}? | act-faf {ws} s{j}? | {progress} {ws} s{j}? | {final}"
-        if k == levels:  # the turn's first element
-            compiler.rules["first"] = after
-            break
-        compiler.rules[f"s{k}"] = f'"<thought>" {ttext} t{j} | {after}'
+        compiler.rules[f"s{k}"] = f'"<thought>" {ttext} t{j} | {after(j)}'
         compiler.rules[f"t{k}"] = (
             f'"</thought>" {ws} s{k}? | act {ttext} u{j} | act-faf {ttext} t{j}'
         )
@@ -696,7 +696,7 @@ def _turn(compiler: _Compiler, levels: int) -> None:
             f'"<thought>" {ttext} u{j} | (act | act-faf) {ws} w{j}? | {progress} {ws}'
         )
         compiler.rules[f"u{k}"] = f'"</thought>" {ws} w{k}? | (act | act-faf) {ttext} u{j}'
-    compiler.rules.setdefault("first", "s0")
+    compiler.rules["first"] = after(levels - 1) if levels else "s0"
 
 
 def _field(name: str, sp: str) -> str:
